@@ -1,0 +1,60 @@
+#pragma once
+// shardlm::AutoModelForCausalLM: a checkpoint directory loaded onto a device,
+// generating with a static KV cache, used like transformers' class of that name.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <shardlm/auto_tokenizer.h>
+#include <shardlm/dtype.h>
+#include <shardlm/generation_config.h>
+
+namespace shardlm {
+
+struct PretrainedOptions {
+  // Convert weights to this dtype while loading; unset keeps the stored dtype
+  // (weights then stay memory-mapped). Activations are computed in float32.
+  std::optional<DType> dtype;
+  // "cpu", "cuda", "cuda:N", or "auto" (the best available device; says which).
+  std::string device_map = "cpu";
+};
+
+// Called for every generated token with the text it completes (needs a tokenizer).
+using TokenStreamer = std::function<void(int64_t token, std::string_view text)>;
+
+class AutoModelForCausalLM {
+ public:
+  // A checkpoint directory (config.json, model.safetensors or its index), or
+  // "embedded:stories260K" for the built-in model.
+  static AutoModelForCausalLM from_pretrained(const std::string& path_or_id, const PretrainedOptions& options = {});
+
+  // One output row per input row: the prompt followed by the generated tokens, as
+  // transformers returns them. Rows are generated one after another for now.
+  // `tokenizer` enables stop_strings and streamed text.
+  std::vector<std::vector<int64_t>> generate(const BatchEncoding& inputs, const GenerationConfig& config = {},
+                                             const TokenStreamer& streamer = {},
+                                             const AutoTokenizer* tokenizer = nullptr);
+
+  // Logits for every position of `input_ids` (a fresh sequence): [positions][vocab].
+  std::vector<std::vector<float>> logits(const std::vector<int64_t>& input_ids);
+
+  // The model's generation_config.json (and config.json token ids).
+  const GenerationConfig& generation_config() const;
+  std::string architecture() const;
+  std::string device() const;
+  size_t weight_bytes() const;
+
+  struct Impl;
+  Impl& impl() { return *impl_; }
+
+ private:
+  explicit AutoModelForCausalLM(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace shardlm

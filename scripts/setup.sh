@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs what shardlm needs from Debian 12's packages (only what is missing) and
+# builds it into build/. Sourced by scripts/demo.sh and scripts/test.sh.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+packages=(g++ cmake ninja-build pkg-config nlohmann-json3-dev libcli11-dev libpcre2-dev
+          libutf8proc-dev libgtest-dev libgmock-dev libbenchmark-dev xz-utils)
+missing=()
+for package in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+if ((${#missing[@]})); then
+  echo "shardlm setup: installing ${missing[*]}" >&2
+  sudo_prefix=()
+  [ "$(id -u)" -eq 0 ] || sudo_prefix=(sudo)
+  "${sudo_prefix[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo_prefix[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+fi
+
+jobs=$(nproc)
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build -j "$jobs"

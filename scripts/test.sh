@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# Sets up, builds, and runs the whole test suite; ends with CTest's summary line.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+ctest --test-dir build --output-on-failure -j "$(nproc)" --timeout 600

@@ -1,0 +1,65 @@
+#pragma once
+// A Backend executes ops on one device. The graph layer allocates every output
+// and passes it in, so kernels never allocate. Activations are f32; weights may
+// be f32, bf16 or f16 and are widened inside the kernels.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/rotary.h"
+#include "core/tensor.h"
+
+namespace shardlm::backends {
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+  virtual Device device() const = 0;
+
+  virtual Tensor allocate(Shape shape, DType dtype) = 0;
+  // The host tensor's data on this device: the tensor itself on the CPU, a copy elsewhere.
+  virtual Tensor to_device(const Tensor& host) = 0;
+
+  // table [vocab, hidden] (any float dtype), ids i32 [tokens] -> out f32 [tokens, hidden]
+  virtual void embedding(const Tensor& table, const Tensor& ids, const Tensor& out) = 0;
+  // x f32 [rows, in], weight [out_features, in] (HF layout), bias [out_features] or undefined
+  // -> out f32 [rows, out_features]
+  virtual void linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& out) = 0;
+  // x f32 [rows, dim], weight [dim] -> out [rows, dim]; x * rsqrt(mean(x^2) + eps) * weight, in f32
+  virtual void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) = 0;
+  // In place. x f32 [tokens, heads, head_dim], positions i32 [tokens]
+  virtual void rope(const Tensor& x, const Tensor& positions, const RotaryEmbedding& rotary) = 0;
+  // cache f32 [batch, kv_heads, max_cache_len, head_dim]; entries f32 [batch, seq, kv_heads, head_dim];
+  // positions i32 [batch, seq]: entries[b, s] goes to cache[b, :, positions[b, s]]
+  virtual void kv_cache_write(const Tensor& cache, const Tensor& entries, const Tensor& positions) = 0;
+  // Causal attention over the cache: the query at position p sees cache positions 0..p.
+  // q f32 [batch, seq, heads, head_dim]; k_cache, v_cache f32 [batch, kv_heads, max_cache_len, head_dim];
+  // positions i32 [batch, seq] -> out f32 [batch, seq, heads, head_dim].
+  // Query head h reads KV head h / (heads / kv_heads), as transformers' repeat_kv does.
+  virtual void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& positions,
+                         float scale, const Tensor& out) = 0;
+  // out = silu(gate) * up, all f32 of one shape
+  virtual void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) = 0;
+  // out = a + b, f32 of one shape
+  virtual void add(const Tensor& a, const Tensor& b, const Tensor& out) = 0;
+  // rows of x f32 [rows, dim] picked by indices i32 [count] -> out [count, dim]
+  virtual void gather_rows(const Tensor& x, const Tensor& indices, const Tensor& out) = 0;
+  // Copies device tensor `source` into host tensor `destination` of the same shape and dtype.
+  virtual void copy_to_host(const Tensor& source, const Tensor& destination) = 0;
+};
+
+// The backends this build has, and which of them can run here.
+struct BackendInfo {
+  std::string name;
+  bool available = false;
+  int device_count = 0;
+  std::string detail;  // why it is unavailable, or what the devices are
+};
+std::vector<BackendInfo> list_backends();
+
+// "cpu", "cuda", "cuda:N" or "auto" (the best available; logs which it picked).
+std::unique_ptr<Backend> create_backend(const std::string& device_map);
+
+}  // namespace shardlm::backends

@@ -1,0 +1,54 @@
+// The CPU backend. Every op currently runs its scalar reference kernel; optimized
+// kernels replace entries here one by one, each tested against the reference.
+#include "backends/cpu/cpu_backend.h"
+
+#include <cstring>
+
+#include "backends/cpu/reference_kernels.h"
+
+namespace shardlm::backends {
+namespace {
+
+class CpuBackend final : public Backend {
+ public:
+  std::string name() const override { return "cpu"; }
+  Device device() const override { return {DeviceKind::cpu, 0}; }
+  Tensor allocate(Shape shape, DType dtype) override { return Tensor::zeros(std::move(shape), dtype); }
+  Tensor to_device(const Tensor& host) override { return host; }
+
+  void embedding(const Tensor& table, const Tensor& ids, const Tensor& out) override {
+    reference::embedding(table, ids, out);
+  }
+  void linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& out) override {
+    reference::linear(x, weight, bias, out);
+  }
+  void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) override {
+    reference::rms_norm(x, weight, eps, out);
+  }
+  void rope(const Tensor& x, const Tensor& positions, const RotaryEmbedding& rotary) override {
+    reference::rope(x, positions, rotary);
+  }
+  void kv_cache_write(const Tensor& cache, const Tensor& entries, const Tensor& positions) override {
+    reference::kv_cache_write(cache, entries, positions);
+  }
+  void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& positions, float scale,
+                 const Tensor& out) override {
+    reference::attention(q, k_cache, v_cache, positions, scale, out);
+  }
+  void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) override {
+    reference::silu_mul(gate, up, out);
+  }
+  void add(const Tensor& a, const Tensor& b, const Tensor& out) override { reference::add(a, b, out); }
+  void gather_rows(const Tensor& x, const Tensor& indices, const Tensor& out) override {
+    reference::gather_rows(x, indices, out);
+  }
+  void copy_to_host(const Tensor& source, const Tensor& destination) override {
+    std::memcpy(destination.mutable_raw(), source.raw(), source.nbytes());
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> create_cpu_backend() { return std::make_unique<CpuBackend>(); }
+
+}  // namespace shardlm::backends

@@ -1,0 +1,59 @@
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "backends/cpu/reference_kernels.h"
+
+namespace shardlm::backends::reference {
+
+void kv_cache_write(const Tensor& cache, const Tensor& entries, const Tensor& positions) {
+  const int64_t batch = entries.shape()[0], seq = entries.shape()[1], kv_heads = entries.shape()[2];
+  const int64_t head_dim = entries.shape()[3], max_cache_len = cache.shape()[2];
+  const int32_t* position = positions.data<int32_t>();
+  float* destination = cache.mutable_data<float>();
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t s = 0; s < seq; ++s) {
+      const int32_t p = position[b * seq + s];
+      SHARDLM_CHECK(p >= 0 && p < max_cache_len, "position ", p, " is outside the KV cache (max_cache_len ",
+                    max_cache_len, ")");
+      for (int64_t h = 0; h < kv_heads; ++h)
+        std::memcpy(destination + ((b * kv_heads + h) * max_cache_len + p) * head_dim,
+                    entries.data<float>() + ((b * seq + s) * kv_heads + h) * head_dim, head_dim * sizeof(float));
+    }
+}
+
+void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& positions, float scale,
+               const Tensor& out) {
+  const int64_t batch = q.shape()[0], seq = q.shape()[1], heads = q.shape()[2], head_dim = q.shape()[3];
+  const int64_t kv_heads = k_cache.shape()[1], max_cache_len = k_cache.shape()[2];
+  const int64_t group = heads / kv_heads;
+  const int32_t* position = positions.data<int32_t>();
+  std::vector<float> scores(static_cast<size_t>(max_cache_len));
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t s = 0; s < seq; ++s)
+      for (int64_t h = 0; h < heads; ++h) {
+        const int64_t visible = position[b * seq + s] + 1;
+        SHARDLM_CHECK(visible >= 1 && visible <= max_cache_len, "attention: position ", visible - 1,
+                      " is outside the KV cache (max_cache_len ", max_cache_len, ")");
+        const float* query = q.data<float>() + ((b * seq + s) * heads + h) * head_dim;
+        const float* keys = k_cache.data<float>() + (b * kv_heads + h / group) * max_cache_len * head_dim;
+        const float* values = v_cache.data<float>() + (b * kv_heads + h / group) * max_cache_len * head_dim;
+        float maximum = -INFINITY;
+        for (int64_t t = 0; t < visible; ++t) {
+          float dot = 0;
+          for (int64_t d = 0; d < head_dim; ++d) dot += query[d] * keys[t * head_dim + d];
+          scores[t] = dot * scale;
+          maximum = std::max(maximum, scores[t]);
+        }
+        float sum = 0;
+        for (int64_t t = 0; t < visible; ++t) sum += scores[t] = std::exp(scores[t] - maximum);
+        float* result = out.mutable_data<float>() + ((b * seq + s) * heads + h) * head_dim;
+        for (int64_t d = 0; d < head_dim; ++d) {
+          float acc = 0;
+          for (int64_t t = 0; t < visible; ++t) acc += scores[t] * values[t * head_dim + d];
+          result[d] = acc / sum;
+        }
+      }
+}
+
+}  // namespace shardlm::backends::reference

@@ -1,0 +1,80 @@
+// Reference kernels that touch each element once: embedding, silu_mul, add,
+// gather_rows, and the row reductions used for sampling.
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "backends/cpu/reference_kernels.h"
+
+namespace shardlm::backends::reference {
+
+float load_f32(const Tensor& tensor, int64_t index) {
+  switch (tensor.dtype()) {
+    case DType::f32: return tensor.data<float>()[index];
+    case DType::bf16: return bf16_to_f32(tensor.data<uint16_t>()[index]);
+    case DType::f16: return f16_to_f32(tensor.data<uint16_t>()[index]);
+    default: fail("expected a floating-point tensor, got ", tensor.describe());
+  }
+}
+
+void embedding(const Tensor& table, const Tensor& ids, const Tensor& out) {
+  const int64_t vocab = table.shape()[0], hidden = table.shape()[1];
+  const int32_t* id = ids.data<int32_t>();
+  float* result = out.mutable_data<float>();
+  for (int64_t t = 0; t < ids.numel(); ++t) {
+    SHARDLM_CHECK(id[t] >= 0 && id[t] < vocab, "token id ", id[t], " is outside the vocabulary [0, ", vocab, ")");
+    for (int64_t j = 0; j < hidden; ++j) result[t * hidden + j] = load_f32(table, id[t] * hidden + j);
+  }
+}
+
+void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) {
+  const float* g = gate.data<float>();
+  const float* u = up.data<float>();
+  float* result = out.mutable_data<float>();
+  for (int64_t i = 0; i < out.numel(); ++i) result[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+}
+
+void add(const Tensor& a, const Tensor& b, const Tensor& out) {
+  const float* x = a.data<float>();
+  const float* y = b.data<float>();
+  float* result = out.mutable_data<float>();
+  for (int64_t i = 0; i < out.numel(); ++i) result[i] = x[i] + y[i];
+}
+
+void gather_rows(const Tensor& x, const Tensor& indices, const Tensor& out) {
+  const int64_t rows = x.shape()[0], width = x.numel() / std::max<int64_t>(rows, 1);
+  const int32_t* index = indices.data<int32_t>();
+  for (int64_t i = 0; i < indices.numel(); ++i) {
+    SHARDLM_CHECK(index[i] >= 0 && index[i] < rows, "gather_rows: row ", index[i], " out of range");
+    std::memcpy(out.mutable_data<float>() + i * width, x.data<float>() + index[i] * width, width * sizeof(float));
+  }
+}
+
+int64_t argmax(std::span<const float> row) {
+  int64_t best = 0;
+  for (size_t i = 1; i < row.size(); ++i)
+    if (row[i] > row[best]) best = static_cast<int64_t>(i);
+  return best;
+}
+
+void softmax(std::span<const float> row, std::span<float> out) {
+  float maximum = -std::numeric_limits<float>::infinity();
+  for (float v : row) maximum = std::max(maximum, v);
+  double sum = 0;
+  for (size_t i = 0; i < row.size(); ++i) {
+    out[i] = row[i] == -std::numeric_limits<float>::infinity() ? 0.0f : std::exp(row[i] - maximum);
+    sum += out[i];
+  }
+  for (float& v : out) v = static_cast<float>(v / sum);
+}
+
+void log_softmax(std::span<const float> row, std::span<float> out) {
+  float maximum = -std::numeric_limits<float>::infinity();
+  for (float v : row) maximum = std::max(maximum, v);
+  double sum = 0;
+  for (float v : row) sum += std::exp(static_cast<double>(v) - maximum);
+  const float log_sum = static_cast<float>(std::log(sum));
+  for (size_t i = 0; i < row.size(); ++i) out[i] = row[i] - maximum - log_sum;
+}
+
+}  // namespace shardlm::backends::reference

@@ -1,0 +1,33 @@
+#pragma once
+// Scalar reference kernels: the plain, obviously-correct version of every op.
+// They stay in the tree forever: optimized kernels of every backend are tested
+// against them (tests/backends). Shapes are as in backends/backend.h.
+
+#include <cstdint>
+#include <span>
+
+#include "backends/rotary.h"
+#include "core/tensor.h"
+
+namespace shardlm::backends::reference {
+
+void embedding(const Tensor& table, const Tensor& ids, const Tensor& out);
+void linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& out);
+void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out);
+void rope(const Tensor& x, const Tensor& positions, const RotaryEmbedding& rotary);
+void kv_cache_write(const Tensor& cache, const Tensor& entries, const Tensor& positions);
+void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& positions, float scale,
+               const Tensor& out);
+void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out);
+void add(const Tensor& a, const Tensor& b, const Tensor& out);
+void gather_rows(const Tensor& x, const Tensor& indices, const Tensor& out);
+
+// Host-side reductions over one row of logits (sampling uses them).
+int64_t argmax(std::span<const float> row);  // ties go to the lowest index, as torch.argmax
+void softmax(std::span<const float> row, std::span<float> out);
+void log_softmax(std::span<const float> row, std::span<float> out);
+
+// Element i of a float tensor of any floating dtype, as f32.
+float load_f32(const Tensor& tensor, int64_t index);
+
+}  // namespace shardlm::backends::reference

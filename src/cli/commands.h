@@ -1,0 +1,10 @@
+#pragma once
+#include <CLI/CLI.hpp>
+
+namespace shardlm::cli {
+
+// Each adds its subcommand to `app`; the callback runs it.
+void add_generate_command(CLI::App& app);
+void add_devices_command(CLI::App& app);
+
+}  // namespace shardlm::cli

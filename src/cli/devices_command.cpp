@@ -1,0 +1,19 @@
+#include <cstdio>
+
+#include "backends/backend.h"
+#include "cli/commands.h"
+
+namespace shardlm::cli {
+
+void add_devices_command(CLI::App& app) {
+  CLI::App* command = app.add_subcommand("devices", "List the backends of this build, whether each can run here, "
+                                                    "and how many devices it sees");
+  command->callback([] {
+    std::printf("%-6s %-10s %-8s %s\n", "name", "available", "devices", "detail");
+    for (const backends::BackendInfo& info : backends::list_backends())
+      std::printf("%-6s %-10s %-8d %s\n", info.name.c_str(), info.available ? "yes" : "no", info.device_count,
+                  info.detail.c_str());
+  });
+}
+
+}  // namespace shardlm::cli

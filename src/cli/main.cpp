@@ -1,0 +1,30 @@
+// The `shardlm` command. Generated text goes to stdout; logs and errors to stderr.
+#include <cstdio>
+#include <exception>
+
+#include "cli/commands.h"
+#include "core/error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "shardlm: run Hugging Face causal language models (Llama, Qwen3) natively.\n"
+      "Without --model, commands use the built-in stories260K model."};
+  app.set_version_flag("--version", "shardlm 0.1.0");
+  app.require_subcommand(1);
+  shardlm::cli::add_generate_command(app);
+  shardlm::cli::add_devices_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    return app.exit(error);
+  } catch (const shardlm::Error& error) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "shardlm: error: %s\n", error.what());
+    return 1;
+  } catch (const std::exception& error) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "shardlm: internal error: %s\n", error.what());
+    return 3;
+  }
+  return 0;
+}

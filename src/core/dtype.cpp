@@ -1,0 +1,115 @@
+#include "core/dtype.h"
+
+#include <cstring>
+
+#include "core/error.h"
+
+namespace shardlm {
+
+size_t dtype_size(DType dtype) {
+  switch (dtype) {
+    case DType::f32: case DType::i32: return 4;
+    case DType::bf16: case DType::f16: return 2;
+    case DType::i64: return 8;
+    case DType::i8: case DType::u8: return 1;
+  }
+  return 0;
+}
+
+std::string_view dtype_name(DType dtype) {
+  switch (dtype) {
+    case DType::f32: return "float32";
+    case DType::bf16: return "bfloat16";
+    case DType::f16: return "float16";
+    case DType::i32: return "int32";
+    case DType::i64: return "int64";
+    case DType::i8: return "int8";
+    case DType::u8: return "uint8";
+  }
+  return "?";
+}
+
+DType parse_dtype(std::string_view name) {
+  if (name.starts_with("torch.")) name.remove_prefix(6);
+  if (name == "float32" || name == "f32" || name == "float" || name == "fp32") return DType::f32;
+  if (name == "bfloat16" || name == "bf16") return DType::bf16;
+  if (name == "float16" || name == "f16" || name == "half" || name == "fp16") return DType::f16;
+  if (name == "int32" || name == "i32") return DType::i32;
+  if (name == "int64" || name == "i64") return DType::i64;
+  if (name == "int8" || name == "i8") return DType::i8;
+  if (name == "uint8" || name == "u8") return DType::u8;
+  fail("unknown dtype '", name, "': use one of float32 (f32), bfloat16 (bf16), float16 (f16)");
+}
+
+bool is_floating(DType dtype) { return dtype == DType::f32 || dtype == DType::bf16 || dtype == DType::f16; }
+
+float f16_to_f32(uint16_t bits) {
+  uint32_t sign = uint32_t(bits & 0x8000u) << 16;
+  uint32_t exponent = (bits >> 10) & 0x1fu;
+  uint32_t mantissa = bits & 0x3ffu;
+  if (exponent == 0x1f) return std::bit_cast<float>(sign | 0x7f800000u | (mantissa << 13));
+  if (exponent == 0) {
+    // Subnormal (or zero): value = mantissa * 2^-24, exact in f32.
+    float magnitude = static_cast<float>(mantissa) * 0x1p-24f;
+    return sign ? -magnitude : magnitude;
+  }
+  return std::bit_cast<float>(sign | ((exponent + 112) << 23) | (mantissa << 13));
+}
+
+uint16_t f32_to_f16(float value) {
+  uint32_t bits = std::bit_cast<uint32_t>(value);
+  uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
+  uint32_t magnitude = bits & 0x7fffffffu;
+  if (magnitude > 0x7f800000u) return sign | 0x7e00u;   // NaN
+  if (magnitude >= 0x477ff000u) return sign | 0x7c00u;  // rounds to >= 65520: infinity
+  if (magnitude < 0x38800000u) {
+    // Result is subnormal in f16 (|x| < 2^-14): round x * 2^24 to an integer, ties to even.
+    // Adding 0.5f (= 2^-1) aligns the f16 subnormal ulp with the f32 ulp of the sum.
+    float scaled = std::bit_cast<float>(magnitude) + 0.5f;
+    return sign | static_cast<uint16_t>(std::bit_cast<uint32_t>(scaled) - std::bit_cast<uint32_t>(0.5f));
+  }
+  uint32_t rounding_bias = 0xfffu + ((magnitude >> 13) & 1u);
+  return sign | static_cast<uint16_t>((magnitude - (112u << 23) + rounding_bias) >> 13);
+}
+
+void convert_to_f32(const void* source, DType source_dtype, float* destination, size_t count) {
+  switch (source_dtype) {
+    case DType::f32:
+      std::memcpy(destination, source, count * sizeof(float));
+      return;
+    case DType::bf16: {
+      auto* in = static_cast<const uint16_t*>(source);
+      for (size_t i = 0; i < count; ++i) destination[i] = bf16_to_f32(in[i]);
+      return;
+    }
+    case DType::f16: {
+      auto* in = static_cast<const uint16_t*>(source);
+      for (size_t i = 0; i < count; ++i) destination[i] = f16_to_f32(in[i]);
+      return;
+    }
+    default:
+      fail("cannot convert ", dtype_name(source_dtype), " to float32");
+  }
+}
+
+void convert_from_f32(const float* source, void* destination, DType destination_dtype, size_t count) {
+  switch (destination_dtype) {
+    case DType::f32:
+      std::memcpy(destination, source, count * sizeof(float));
+      return;
+    case DType::bf16: {
+      auto* out = static_cast<uint16_t*>(destination);
+      for (size_t i = 0; i < count; ++i) out[i] = f32_to_bf16(source[i]);
+      return;
+    }
+    case DType::f16: {
+      auto* out = static_cast<uint16_t*>(destination);
+      for (size_t i = 0; i < count; ++i) out[i] = f32_to_f16(source[i]);
+      return;
+    }
+    default:
+      fail("cannot convert float32 to ", dtype_name(destination_dtype));
+  }
+}
+
+}  // namespace shardlm

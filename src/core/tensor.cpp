@@ -1,0 +1,96 @@
+#include "core/tensor.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+namespace shardlm {
+
+std::string Device::to_string() const {
+  return kind == DeviceKind::cpu ? std::string("cpu") : str_cat("cuda:", index);
+}
+
+Tensor Tensor::zeros(Shape shape, DType dtype) {
+  SHARDLM_CHECK(shape.numel() >= 0, "tensor shape ", shape.to_string(), " has a negative dimension");
+  size_t bytes = static_cast<size_t>(shape.numel()) * dtype_size(dtype);
+  size_t rounded = (bytes + 63) / 64 * 64;
+  void* memory = rounded ? std::aligned_alloc(64, rounded) : nullptr;
+  if (rounded && !memory)
+    fail("out of memory allocating ", bytes, " bytes for a ", dtype_name(dtype), shape.to_string(), " tensor");
+  if (memory) std::memset(memory, 0, rounded);
+  std::shared_ptr<const void> owner(memory, [](const void* p) { std::free(const_cast<void*>(p)); });
+  return wrap(std::move(owner), memory, std::move(shape), dtype, /*writable=*/true);
+}
+
+Tensor Tensor::wrap(std::shared_ptr<const void> owner, const void* data, Shape shape, DType dtype,
+                    bool writable, Device device) {
+  Tensor tensor;
+  tensor.owner_ = std::move(owner);
+  tensor.data_ = data;
+  tensor.shape_ = std::move(shape);
+  tensor.dtype_ = dtype;
+  tensor.device_ = device;
+  tensor.writable_ = writable;
+  return tensor;
+}
+
+Tensor Tensor::from_f32(std::span<const float> values, Shape shape) {
+  SHARDLM_CHECK(static_cast<int64_t>(values.size()) == shape.numel(), "from_f32: ", values.size(),
+                " values do not fill shape ", shape.to_string());
+  Tensor tensor = zeros(std::move(shape), DType::f32);
+  if (!values.empty()) std::memcpy(tensor.mutable_raw(), values.data(), values.size_bytes());
+  return tensor;
+}
+
+Tensor Tensor::from_i32(std::span<const int32_t> values, Shape shape) {
+  SHARDLM_CHECK(static_cast<int64_t>(values.size()) == shape.numel(), "from_i32: ", values.size(),
+                " values do not fill shape ", shape.to_string());
+  Tensor tensor = zeros(std::move(shape), DType::i32);
+  if (!values.empty()) std::memcpy(tensor.mutable_raw(), values.data(), values.size_bytes());
+  return tensor;
+}
+
+void* Tensor::mutable_raw() const {
+  SHARDLM_CHECK(writable_, "tensor ", describe(), " is read-only (memory-mapped weights); copy it first");
+  return const_cast<void*>(data_);
+}
+
+Tensor Tensor::slice_rows(int64_t begin, int64_t end) const {
+  SHARDLM_CHECK(shape_.rank() >= 1 && 0 <= begin && begin <= end && end <= shape_[0],
+                "slice_rows [", begin, ", ", end, ") out of range for ", describe());
+  Shape sliced = shape_;
+  sliced[0] = end - begin;
+  size_t row_bytes = shape_[0] ? nbytes() / static_cast<size_t>(shape_[0]) : 0;
+  return wrap(owner_, static_cast<const std::byte*>(data_) + row_bytes * static_cast<size_t>(begin),
+              std::move(sliced), dtype_, writable_, device_);
+}
+
+Tensor Tensor::reshape(Shape shape) const {
+  SHARDLM_CHECK(shape.numel() == numel(), "cannot reshape ", describe(), " to ", shape.to_string());
+  return wrap(owner_, data_, std::move(shape), dtype_, writable_, device_);
+}
+
+Tensor Tensor::to_dtype(DType dtype) const {
+  Tensor result = zeros(shape_, dtype);
+  if (dtype == dtype_) {
+    std::memcpy(result.mutable_raw(), data_, nbytes());
+    return result;
+  }
+  SHARDLM_CHECK(is_floating(dtype) && is_floating(dtype_), "cannot convert ", describe(), " to ",
+                dtype_name(dtype));
+  if (dtype_ == DType::f32) {
+    convert_from_f32(data<float>(), result.mutable_raw(), dtype, static_cast<size_t>(numel()));
+  } else if (dtype == DType::f32) {
+    convert_to_f32(data_, dtype_, result.mutable_data<float>(), static_cast<size_t>(numel()));
+  } else {
+    Tensor widened = to_dtype(DType::f32);
+    convert_from_f32(widened.data<float>(), result.mutable_raw(), dtype, static_cast<size_t>(numel()));
+  }
+  return result;
+}
+
+Tensor Tensor::clone() const { return to_dtype(dtype_); }
+
+std::string Tensor::describe() const { return str_cat(dtype_name(dtype_), shape_.to_string()); }
+
+}  // namespace shardlm

@@ -1,0 +1,76 @@
+#pragma once
+// Tensor: a typed, shaped, contiguous view of memory that some owner keeps alive.
+// Owners: host memory allocated here, a read-only memory-mapped file, or memory
+// embedded in the binary. Views (slice_rows, reshape) share the owner; nothing
+// here copies tensor data except the explicitly named copy functions.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/shape.h"
+
+namespace shardlm {
+
+enum class DeviceKind : uint8_t { cpu, cuda };
+
+struct Device {
+  DeviceKind kind = DeviceKind::cpu;
+  int index = 0;
+  bool operator==(const Device&) const = default;
+  std::string to_string() const;
+};
+
+class Tensor {
+ public:
+  Tensor() = default;
+
+  // New zero-filled host tensor, 64-byte aligned.
+  static Tensor zeros(Shape shape, DType dtype);
+  // Wraps memory kept alive by `owner`. `writable` is false for mapped files.
+  static Tensor wrap(std::shared_ptr<const void> owner, const void* data, Shape shape, DType dtype,
+                     bool writable, Device device = {});
+  // Host tensor holding a copy of `values`.
+  static Tensor from_f32(std::span<const float> values, Shape shape);
+  static Tensor from_i32(std::span<const int32_t> values, Shape shape);
+
+  bool defined() const { return data_ != nullptr || shape_.numel() == 0; }
+  const Shape& shape() const { return shape_; }
+  DType dtype() const { return dtype_; }
+  Device device() const { return device_; }
+  int64_t numel() const { return shape_.numel(); }
+  size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype_); }
+  bool writable() const { return writable_; }
+
+  const void* raw() const { return data_; }
+  void* mutable_raw() const;
+  template <typename T>
+  const T* data() const { return static_cast<const T*>(data_); }
+  template <typename T>
+  T* mutable_data() const { return static_cast<T*>(mutable_raw()); }
+
+  // Rows [begin, end) of the outermost dimension, sharing memory.
+  Tensor slice_rows(int64_t begin, int64_t end) const;
+  // The same memory seen with another shape of equal element count.
+  Tensor reshape(Shape shape) const;
+
+  // Explicit copies.
+  Tensor to_dtype(DType dtype) const;  // floating types only; returns a new host tensor
+  Tensor clone() const;
+
+  std::string describe() const;  // "bfloat16[1024, 64]"
+
+ private:
+  std::shared_ptr<const void> owner_;
+  const void* data_ = nullptr;
+  Shape shape_;
+  DType dtype_ = DType::f32;
+  Device device_;
+  bool writable_ = false;
+};
+
+}  // namespace shardlm

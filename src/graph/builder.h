@@ -1,0 +1,60 @@
+#pragma once
+// graph::Builder is the only API model code uses to compute. A model's forward is
+// written once against it, on symbolic Values with static shapes; the builder
+// checks shapes as ops are recorded and, in this eager implementation, runs each
+// op on the backend at once. Compilation (memory planning, fusion, caching of
+// executables per shape) slots in behind the same calls.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "backends/backend.h"
+#include "core/tensor.h"
+
+namespace shardlm::graph {
+
+// A handle to one tensor of the graph being built.
+struct Value {
+  int32_t index = -1;
+  bool defined() const { return index >= 0; }
+};
+
+class Builder {
+ public:
+  explicit Builder(backends::Backend& backend) : backend_(backend) {}
+
+  // Binds an existing tensor (inputs, weights, cache): used in place, never copied.
+  Value bind(const Tensor& tensor);
+  const Shape& shape(Value value) const { return tensors_.at(value.index).shape(); }
+  // The tensor behind a value (valid once the graph has run; eager: at once).
+  const Tensor& tensor(Value value) const { return tensors_.at(value.index); }
+
+  // table [vocab, hidden], ids i32 [tokens] -> [tokens, hidden]
+  Value embedding(Value table, Value ids);
+  // x [rows, in], weight [out, in], optional bias [out] -> [rows, out]
+  Value linear(Value x, Value weight, Value bias = {});
+  // x [..., dim], weight [dim] -> [..., dim]
+  Value rms_norm(Value x, Value weight, double eps);
+  // The same elements seen with another shape.
+  Value reshape(Value x, Shape shape);
+  // x [tokens, heads, head_dim], positions i32 [tokens] -> rotated copy of x
+  Value rope(Value x, Value positions, const backends::RotaryEmbedding& rotary);
+  // cache [batch, kv_heads, max_cache_len, head_dim] <- entries [batch, seq, kv_heads, head_dim]
+  void kv_cache_write(Value cache, Value entries, Value positions);
+  // q [batch, seq, heads, head_dim] over the caches -> [batch, seq, heads, head_dim]
+  Value attention(Value q, Value k_cache, Value v_cache, Value positions, float scale);
+  Value silu_mul(Value gate, Value up);
+  Value add(Value a, Value b);
+  // x [rows, dim], indices i32 [count] -> [count, dim]
+  Value gather_rows(Value x, Value indices);
+
+ private:
+  Value output(Shape shape);
+  [[noreturn]] void shape_error(const char* op, const std::string& detail) const;
+
+  backends::Backend& backend_;
+  std::vector<Tensor> tensors_;
+};
+
+}  // namespace shardlm::graph

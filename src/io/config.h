@@ -1,0 +1,61 @@
+#pragma once
+// config.json and generation_config.json, with transformers' field names and the
+// defaults each transformers config class sets (they differ by model_type).
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <shardlm/dtype.h>
+#include <shardlm/generation_config.h>
+
+#include "io/model_files.h"
+
+namespace shardlm::io {
+
+struct RopeConfig {
+  std::string rope_type = "default";  // "default", "linear", "llama3"
+  double theta = 10000.0;
+  double factor = 1.0;
+  double low_freq_factor = 1.0;
+  double high_freq_factor = 4.0;
+  int64_t original_max_position_embeddings = 0;
+  double partial_rotary_factor = 1.0;
+};
+
+struct ModelConfig {
+  std::string source;  // path of config.json, for messages
+  std::vector<std::string> architectures;
+  std::string model_type;
+  int64_t vocab_size = 0;
+  int64_t hidden_size = 0;
+  int64_t intermediate_size = 0;
+  int64_t num_hidden_layers = 0;
+  int64_t num_attention_heads = 0;
+  int64_t num_key_value_heads = 0;
+  int64_t head_dim = 0;
+  int64_t max_position_embeddings = 0;
+  double rms_norm_eps = 1e-6;
+  RopeConfig rope;
+  std::string hidden_act = "silu";
+  bool tie_word_embeddings = false;
+  bool attention_bias = false;
+  bool mlp_bias = false;
+  std::optional<DType> torch_dtype;
+  std::optional<int64_t> bos_token_id;
+  std::vector<int64_t> eos_token_id;
+  std::optional<int64_t> pad_token_id;
+  bool use_sliding_window = false;
+  std::optional<int64_t> sliding_window;
+};
+
+// Parses config.json text; `source` names the file in errors.
+ModelConfig parse_model_config(const std::string& json_text, const std::string& source);
+ModelConfig load_model_config(const ModelFiles& files);
+
+// generation_config.json; the model config's token ids fill what it lacks.
+// Keys the file does not set stay unset (generate() falls back to transformers' defaults).
+GenerationConfig load_generation_config(const ModelFiles& files, const ModelConfig& model);
+
+}  // namespace shardlm::io

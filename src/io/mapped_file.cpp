@@ -1,0 +1,84 @@
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "core/error.h"
+#include "io/model_files.h"
+
+namespace shardlm::io {
+
+ByteRegion map_file(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) fail("cannot open ", path, ": ", std::strerror(errno));
+  struct stat info {};
+  if (::fstat(fd, &info) != 0) {
+    int error = errno;
+    ::close(fd);
+    fail("cannot stat ", path, ": ", std::strerror(error));
+  }
+  if (!S_ISREG(info.st_mode)) {
+    ::close(fd);
+    fail(path, " is not a regular file");
+  }
+  size_t size = static_cast<size_t>(info.st_size);
+  if (size == 0) {
+    ::close(fd);
+    return {nullptr, {}};
+  }
+  void* address = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  int error = errno;
+  ::close(fd);
+  if (address == MAP_FAILED) fail("cannot memory-map ", path, " (", size, " bytes): ", std::strerror(error));
+  std::shared_ptr<const void> owner(address, [size](const void* p) { ::munmap(const_cast<void*>(p), size); });
+  return {std::move(owner), {static_cast<const std::byte*>(address), size}};
+}
+
+ModelFiles ModelFiles::directory(const std::string& path) {
+  std::error_code error;
+  if (!std::filesystem::is_directory(path, error))
+    fail("model directory ", path, " does not exist or is not a directory: pass a checkpoint directory "
+         "holding config.json and *.safetensors");
+  ModelFiles files;
+  files.location_ = path;
+  return files;
+}
+
+ModelFiles ModelFiles::embedded(std::string name, std::map<std::string, std::span<const std::byte>> files) {
+  ModelFiles result;
+  result.location_ = std::move(name);
+  result.is_embedded_ = true;
+  result.embedded_files_ = std::move(files);
+  return result;
+}
+
+std::string ModelFiles::path_of(const std::string& filename) const {
+  return (std::filesystem::path(location_) / filename).string();
+}
+
+bool ModelFiles::exists(const std::string& filename) const {
+  if (is_embedded_) return embedded_files_.contains(filename);
+  std::error_code error;
+  return std::filesystem::is_regular_file(path_of(filename), error);
+}
+
+std::string ModelFiles::read_text(const std::string& filename) const {
+  ByteRegion region = map(filename);
+  return std::string(reinterpret_cast<const char*>(region.bytes.data()), region.bytes.size());
+}
+
+ByteRegion ModelFiles::map(const std::string& filename) const {
+  if (!is_embedded_) {
+    if (!exists(filename)) fail(path_of(filename), " not found: the checkpoint is missing this file");
+    return map_file(path_of(filename));
+  }
+  auto found = embedded_files_.find(filename);
+  if (found == embedded_files_.end()) fail(path_of(filename), " not found in the embedded model");
+  return {nullptr, found->second};
+}
+
+}  // namespace shardlm::io

@@ -1,0 +1,43 @@
+#pragma once
+// The files of one checkpoint: a directory on disk, or a set of files embedded in
+// the shardlm binary (the default model). Everything above io/ reads checkpoints
+// through this, so the embedded model loads exactly like a downloaded one.
+
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+
+namespace shardlm::io {
+
+// Bytes kept alive by `owner` (a memory map, or nothing for static data).
+struct ByteRegion {
+  std::shared_ptr<const void> owner;
+  std::span<const std::byte> bytes;
+};
+
+// Maps a whole file read-only. Throws shardlm::Error naming the path and the OS error.
+ByteRegion map_file(const std::string& path);
+
+class ModelFiles {
+ public:
+  static ModelFiles directory(const std::string& path);
+  // `files` maps file names to static bytes; `name` is shown in messages, e.g. "<embedded stories260K>".
+  static ModelFiles embedded(std::string name, std::map<std::string, std::span<const std::byte>> files);
+
+  const std::string& location() const { return location_; }
+  // Where a file of this checkpoint is, for messages: "dir/config.json".
+  std::string path_of(const std::string& filename) const;
+  bool exists(const std::string& filename) const;
+  // Throws naming the missing file if absent.
+  std::string read_text(const std::string& filename) const;
+  ByteRegion map(const std::string& filename) const;
+
+ private:
+  std::string location_;
+  bool is_embedded_ = false;
+  std::map<std::string, std::span<const std::byte>> embedded_files_;
+};
+
+}  // namespace shardlm::io

@@ -1,0 +1,71 @@
+#pragma once
+// safetensors files: an 8-byte little-endian header length, a JSON header
+// {name: {dtype, shape, data_offsets: [begin, end]}, "__metadata__": {...}}, then
+// the data section. The header is validated completely before any tensor is
+// handed out, because checkpoints come from strangers.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+#include "io/model_files.h"
+
+namespace shardlm::io {
+
+struct TensorInfo {
+  std::string name;
+  DType dtype;
+  Shape shape;
+  uint64_t begin = 0;  // byte offsets inside the data section
+  uint64_t end = 0;
+};
+
+class SafetensorsFile {
+ public:
+  // `source_name` is the path shown in errors.
+  static SafetensorsFile parse(ByteRegion region, std::string source_name);
+  static SafetensorsFile open(const std::string& path);
+
+  const std::string& source_name() const { return source_name_; }
+  bool contains(const std::string& name) const { return tensors_.contains(name); }
+  const TensorInfo& info(const std::string& name) const;
+  // A zero-copy, read-only view of the tensor's bytes.
+  Tensor tensor(const std::string& name) const;
+  std::vector<std::string> names() const;
+  const std::map<std::string, std::string>& metadata() const { return metadata_; }
+
+ private:
+  std::string source_name_;
+  ByteRegion region_;
+  const std::byte* data_section_ = nullptr;
+  std::map<std::string, TensorInfo> tensors_;
+  std::map<std::string, std::string> metadata_;
+};
+
+// Writes tensors (host, any dtype) to `path` atomically: a temporary file renamed into place.
+void write_safetensors(const std::string& path, const std::map<std::string, Tensor>& tensors,
+                       const std::map<std::string, std::string>& metadata = {});
+
+// A checkpoint's weights: model.safetensors, or the shards listed by
+// model.safetensors.index.json. Every shard is mapped once.
+class Checkpoint {
+ public:
+  static Checkpoint open(const ModelFiles& files);
+
+  bool contains(const std::string& name) const { return shard_of_.contains(name); }
+  // Throws naming the tensor and checkpoint if missing.
+  Tensor tensor(const std::string& name) const;
+  const TensorInfo& info(const std::string& name) const;
+  std::vector<std::string> names() const;
+
+ private:
+  const SafetensorsFile& shard_for(const std::string& name) const;
+
+  std::string location_;
+  std::vector<SafetensorsFile> shards_;
+  std::map<std::string, size_t> shard_of_;
+};
+
+}  // namespace shardlm::io

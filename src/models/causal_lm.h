@@ -1,0 +1,54 @@
+#pragma once
+// The interface every architecture implements, and the registry that picks one
+// from config.json's "architectures".
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "graph/builder.h"
+#include "io/config.h"
+#include "io/safetensors.h"
+#include "models/kv_cache.h"
+
+namespace shardlm::models {
+
+struct LoadOptions {
+  // Convert floating weights to this dtype while loading (a copy); unset keeps the
+  // stored dtype and the weights stay memory-mapped.
+  std::optional<DType> dtype;
+};
+
+struct ForwardInputs {
+  Tensor input_ids;   // i32 [batch, seq]
+  Tensor positions;   // i32 [batch, seq]: cache position of every token
+  Tensor logit_rows;  // i32 [count]: rows of the flattened [batch * seq] tokens to compute logits for;
+                      // undefined: every token
+};
+
+class CausalLM {
+ public:
+  virtual ~CausalLM() = default;
+  const io::ModelConfig& config() const { return config_; }
+
+  // Records the forward pass; returns logits f32 [rows, vocab] (rows = logit_rows' count,
+  // or batch * seq). Writes this step's keys and values into `cache`.
+  virtual graph::Value forward(graph::Builder& builder, const ForwardInputs& inputs, StaticCache& cache) const = 0;
+
+  StaticCache allocate_cache(backends::Backend& backend, int64_t batch, int64_t max_cache_len) const;
+  // Bytes of all weights as loaded.
+  virtual size_t weight_bytes() const = 0;
+
+ protected:
+  explicit CausalLM(io::ModelConfig config) : config_(std::move(config)) {}
+  io::ModelConfig config_;
+};
+
+// Builds the architecture named in config.architectures[0]; an unknown one is an
+// error that lists the supported architectures.
+std::unique_ptr<CausalLM> create_causal_lm(const io::ModelConfig& config, const io::Checkpoint& checkpoint,
+                                           const LoadOptions& options);
+std::vector<std::string> supported_architectures();
+
+}  // namespace shardlm::models

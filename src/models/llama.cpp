@@ -1,0 +1,15 @@
+// LlamaForCausalLM: the pre-norm decoder with optional attention_bias / mlp_bias
+// and any rope scaling io/config.h accepts (default, linear, llama3).
+#include "models/pre_norm_decoder.h"
+#include "models/registry.h"
+
+namespace shardlm::models {
+
+std::unique_ptr<CausalLM> create_llama(const io::ModelConfig& config, WeightLoader& loader) {
+  check_supported_activation(config);
+  AttentionOptions attention{.bias_qkv = config.attention_bias, .bias_o = config.attention_bias};
+  PreNormDecoderWeights weights = load_pre_norm_decoder(loader, config, attention, config.mlp_bias);
+  return std::make_unique<PreNormDecoderLM>(config, std::move(weights), loader.loaded_bytes());
+}
+
+}  // namespace shardlm::models

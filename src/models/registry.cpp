@@ -1,0 +1,40 @@
+#include "models/registry.h"
+
+#include <functional>
+#include <map>
+
+namespace shardlm::models {
+namespace {
+
+using Factory = std::function<std::unique_ptr<CausalLM>(const io::ModelConfig&, WeightLoader&)>;
+
+const std::map<std::string, Factory>& factories() {
+  static const std::map<std::string, Factory> table = {
+      {"LlamaForCausalLM", create_llama},
+      {"Qwen3ForCausalLM", create_qwen3},
+  };
+  return table;
+}
+
+}  // namespace
+
+std::vector<std::string> supported_architectures() {
+  std::vector<std::string> names;
+  for (const auto& [name, factory] : factories()) names.push_back(name);
+  return names;
+}
+
+std::unique_ptr<CausalLM> create_causal_lm(const io::ModelConfig& config, const io::Checkpoint& checkpoint,
+                                           const LoadOptions& options) {
+  const std::string& architecture = config.architectures.front();
+  auto found = factories().find(architecture);
+  if (found == factories().end()) {
+    std::string supported;
+    for (const std::string& name : supported_architectures()) supported += (supported.empty() ? "" : ", ") + name;
+    fail(config.source, ": architecture '", architecture, "' is not supported (supported: ", supported, ")");
+  }
+  WeightLoader loader(checkpoint, options, config.source);
+  return found->second(config, loader);
+}
+
+}  // namespace shardlm::models

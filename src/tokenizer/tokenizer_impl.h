@@ -1,0 +1,38 @@
+#pragma once
+// The loaded pipeline behind a Tokenizer, shared by its copies.
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "tokenizer/added_tokens.h"
+#include "tokenizer/components.h"
+#include "tokenizer/tokenizer.h"
+
+namespace shardlm::tokenizer::detail {
+
+std::unique_ptr<Model> make_bpe_model(const Json& json, const JsonPath& where);
+std::unique_ptr<Model> make_wordpiece_model(const Json& json, const JsonPath& where);
+
+struct TokenizerImpl {
+  std::string source;
+  std::unique_ptr<Normalizer> normalizer;
+  std::unique_ptr<PreTokenizer> pre_tokenizer;
+  std::unique_ptr<Model> model;
+  std::unique_ptr<PostProcessor> post_processor;
+  std::unique_ptr<Decoder> decoder;
+  AddedVocabulary added;
+
+  static std::shared_ptr<TokenizerImpl> load(const Json& json, const std::string& source);
+  static Tokenizer wrap(std::shared_ptr<TokenizerImpl> impl) { return Tokenizer(std::move(impl)); }
+
+  void encode(std::string_view text, bool add_special_tokens, std::vector<int32_t>& ids) const;
+  std::string decode(std::span<const int32_t> ids, bool skip_special_tokens) const;
+  const std::string* id_to_token(int32_t id) const;
+
+ private:
+  void encode_plain(std::string_view text, bool at_origin, std::vector<int32_t>& ids) const;
+};
+
+}  // namespace shardlm::tokenizer::detail

@@ -1,0 +1,117 @@
+// Every op of every backend this build can run, against the scalar reference
+// kernels, on the same random inputs. Optimized kernels may reorder sums, so the
+// tolerance is 1e-5 of the largest output (f32 inputs; bf16/f16 weights are exact in f32).
+#include <gtest/gtest.h>
+
+#include "backends/backend.h"
+#include "backends/cpu/reference_kernels.h"
+#include "test_util.h"
+
+namespace shardlm::backends {
+namespace {
+
+using testing::random_tensor;
+using testing::relative_error;
+using testing::to_doubles;
+
+constexpr double tolerance = 1e-5;
+
+std::vector<std::string> runnable_backends() {
+  std::vector<std::string> names;
+  for (const BackendInfo& info : list_backends())
+    if (info.available) names.push_back(info.name);
+  return names;
+}
+
+class BackendConsistency : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override { backend_ = create_backend(GetParam()); }
+
+  Tensor upload(const Tensor& host) { return backend_->to_device(host); }
+  std::vector<double> download(const Tensor& device) {
+    Tensor host = Tensor::zeros(device.shape(), device.dtype());
+    backend_->copy_to_host(device, host);
+    return to_doubles(host);
+  }
+  Tensor output(Shape shape) { return backend_->allocate(std::move(shape), DType::f32); }
+
+  std::unique_ptr<Backend> backend_;
+  std::mt19937 random_{99};
+};
+
+TEST_P(BackendConsistency, Linear) {
+  for (DType dtype : {DType::f32, DType::bf16, DType::f16})
+    for (int64_t rows : {int64_t{1}, int64_t{7}}) {
+      Tensor x = random_tensor({rows, 67}, DType::f32, random_), w = random_tensor({45, 67}, dtype, random_);
+      Tensor bias = random_tensor({45}, DType::f32, random_);
+      Tensor expected = Tensor::zeros({rows, 45}, DType::f32), actual = output({rows, 45});
+      reference::linear(x, w, bias, expected);
+      backend_->linear(upload(x), upload(w), upload(bias), actual);
+      EXPECT_LT(relative_error(download(actual), to_doubles(expected)), tolerance) << dtype_name(dtype) << rows;
+    }
+}
+
+TEST_P(BackendConsistency, NormRopeElementwise) {
+  Tensor x = random_tensor({5, 3, 16}, DType::f32, random_), w = random_tensor({16}, DType::bf16, random_);
+  Tensor expected = Tensor::zeros({5, 3, 16}, DType::f32), actual = output({5, 3, 16});
+  reference::rms_norm(x, w, 1e-6f, expected);
+  backend_->rms_norm(upload(x), upload(w), 1e-6f, actual);
+  EXPECT_LT(relative_error(download(actual), to_doubles(expected)), tolerance);
+
+  RotaryEmbedding rotary{.inv_freq = {1.0, 0.1, 0.01, 0.001}, .rotary_dim = 8, .interleaved = false};
+  Tensor positions = Tensor::from_i32(std::vector<int32_t>{0, 3, 9, 100, 511}, {5});
+  Tensor rotated = x.clone();
+  reference::rope(rotated, positions, rotary);
+  Tensor device_rotated = upload(x.clone());
+  backend_->rope(device_rotated, upload(positions), rotary);
+  EXPECT_LT(relative_error(download(device_rotated), to_doubles(rotated)), tolerance);
+
+  Tensor y = random_tensor({5, 3, 16}, DType::f32, random_);
+  reference::silu_mul(x, y, expected);
+  backend_->silu_mul(upload(x), upload(y), actual);
+  EXPECT_LT(relative_error(download(actual), to_doubles(expected)), tolerance);
+  reference::add(x, y, expected);
+  backend_->add(upload(x), upload(y), actual);
+  EXPECT_LT(relative_error(download(actual), to_doubles(expected)), tolerance);
+}
+
+TEST_P(BackendConsistency, EmbeddingAndGather) {
+  Tensor table = random_tensor({31, 12}, DType::f16, random_);
+  Tensor ids = Tensor::from_i32(std::vector<int32_t>{30, 2, 2, 0}, {4});
+  Tensor expected = Tensor::zeros({4, 12}, DType::f32), actual = output({4, 12});
+  reference::embedding(table, ids, expected);
+  backend_->embedding(upload(table), upload(ids), actual);
+  EXPECT_EQ(download(actual), to_doubles(expected));
+
+  Tensor rows = Tensor::from_i32(std::vector<int32_t>{3, 1}, {2});
+  Tensor picked_expected = Tensor::zeros({2, 12}, DType::f32), picked = output({2, 12});
+  reference::gather_rows(expected, rows, picked_expected);
+  backend_->gather_rows(actual, upload(rows), picked);
+  EXPECT_EQ(download(picked), to_doubles(picked_expected));
+}
+
+TEST_P(BackendConsistency, CacheWriteAndAttention) {
+  const int64_t batch = 2, seq = 4, heads = 8, kv_heads = 2, head_dim = 16, max_cache_len = 19;
+  Tensor entries = random_tensor({batch, seq, kv_heads, head_dim}, DType::f32, random_);
+  Tensor positions = Tensor::from_i32(std::vector<int32_t>{0, 1, 2, 3, 10, 11, 12, 13}, {batch, seq});
+  Tensor k_expected = random_tensor({batch, kv_heads, max_cache_len, head_dim}, DType::f32, random_);
+  Tensor v_expected = random_tensor({batch, kv_heads, max_cache_len, head_dim}, DType::f32, random_);
+  Tensor k_actual = upload(k_expected.clone()), v_actual = upload(v_expected.clone());
+  reference::kv_cache_write(k_expected, entries, positions);
+  reference::kv_cache_write(v_expected, entries, positions);
+  backend_->kv_cache_write(k_actual, upload(entries), upload(positions));
+  backend_->kv_cache_write(v_actual, upload(entries), upload(positions));
+  EXPECT_EQ(download(k_actual), to_doubles(k_expected));
+
+  Tensor q = random_tensor({batch, seq, heads, head_dim}, DType::f32, random_);
+  Tensor expected = Tensor::zeros({batch, seq, heads, head_dim}, DType::f32), actual = output(q.shape());
+  reference::attention(q, k_expected, v_expected, positions, 0.25f, expected);
+  backend_->attention(upload(q), k_actual, v_actual, upload(positions), 0.25f, actual);
+  EXPECT_LT(relative_error(download(actual), to_doubles(expected)), tolerance);
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryBackend, BackendConsistency, ::testing::ValuesIn(runnable_backends()),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+
+}  // namespace
+}  // namespace shardlm::backends

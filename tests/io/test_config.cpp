@@ -1,0 +1,111 @@
+#include <gtest/gtest.h>
+
+#include "io/config.h"
+#include "test_util.h"
+
+namespace shardlm::io {
+namespace {
+
+void expect_config_error(const std::string& json_text, std::initializer_list<std::string> needles) {
+  try {
+    parse_model_config(json_text, "/models/x/config.json");
+    FAIL() << "no error for " << json_text;
+  } catch (const Error& error) {
+    std::string message = error.what();
+    EXPECT_NE(message.find("/models/x/config.json"), std::string::npos) << message;
+    for (const std::string& needle : needles) EXPECT_NE(message.find(needle), std::string::npos) << message;
+  }
+}
+
+const char* minimal_llama = R"({"architectures":["LlamaForCausalLM"],"model_type":"llama","vocab_size":32,
+  "hidden_size":64,"intermediate_size":100,"num_hidden_layers":2,"num_attention_heads":4)";
+
+std::string with(const std::string& extra) { return std::string(minimal_llama) + extra + "}"; }
+
+TEST(ModelConfig, ReadsRealFixtures) {
+  ModelConfig qwen3 = load_model_config(ModelFiles::directory(testing::data_path("fixtures/qwen3-tiny")));
+  EXPECT_EQ(qwen3.architectures.front(), "Qwen3ForCausalLM");
+  EXPECT_EQ(qwen3.head_dim, 32);
+  EXPECT_EQ(qwen3.num_key_value_heads, 2);
+  EXPECT_DOUBLE_EQ(qwen3.rope.theta, 1e6);
+  EXPECT_TRUE(qwen3.tie_word_embeddings);
+  EXPECT_EQ(qwen3.torch_dtype, DType::f32);
+
+  ModelConfig untied = load_model_config(ModelFiles::directory(testing::data_path("fixtures/qwen3-tiny-untied")));
+  EXPECT_DOUBLE_EQ(untied.rope.theta, 1e6);  // only inside rope_parameters
+  EXPECT_FALSE(untied.tie_word_embeddings);
+
+  ModelConfig llama3 = load_model_config(ModelFiles::directory(testing::data_path("fixtures/llama3-tiny")));
+  EXPECT_EQ(llama3.rope.rope_type, "llama3");
+  EXPECT_DOUBLE_EQ(llama3.rope.factor, 8.0);
+  EXPECT_EQ(llama3.rope.original_max_position_embeddings, 64);
+
+  ModelConfig glm4 = load_model_config(ModelFiles::directory(testing::data_path("fixtures/glm4-tiny")));
+  EXPECT_EQ(glm4.eos_token_id, (std::vector<int64_t>{2, 3}));
+  EXPECT_DOUBLE_EQ(glm4.rope.partial_rotary_factor, 0.5);
+}
+
+TEST(ModelConfig, HeadDimDefaultsDependOnTheClass) {
+  EXPECT_EQ(parse_model_config(with(""), "c").head_dim, 16);  // Llama: hidden / heads
+  std::string qwen3 = with("");
+  qwen3.replace(qwen3.find("\"llama\""), 7, "\"qwen3\"");
+  EXPECT_EQ(parse_model_config(qwen3, "c").head_dim, 128);
+  EXPECT_EQ(parse_model_config(with(R"(,"head_dim":8)"), "c").head_dim, 8);
+}
+
+TEST(ModelConfig, Defaults) {
+  ModelConfig config = parse_model_config(with(""), "c");
+  EXPECT_EQ(config.num_key_value_heads, 4);
+  EXPECT_DOUBLE_EQ(config.rope.theta, 10000.0);
+  EXPECT_FALSE(config.tie_word_embeddings);
+  EXPECT_TRUE(config.eos_token_id.empty());
+  EXPECT_EQ(parse_model_config(with(R"(,"eos_token_id":[2,7])"), "c").eos_token_id, (std::vector<int64_t>{2, 7}));
+  EXPECT_EQ(parse_model_config(with(R"(,"eos_token_id":5)"), "c").eos_token_id, (std::vector<int64_t>{5}));
+  EXPECT_EQ(parse_model_config(with(R"(,"dtype":"bfloat16")"), "c").torch_dtype, DType::bf16);
+  EXPECT_DOUBLE_EQ(parse_model_config(with(R"(,"rope_scaling":{"rope_theta":5.0})"), "c").rope.theta, 5.0);
+}
+
+TEST(ModelConfig, MissingKeys) {
+  expect_config_error(R"({"architectures":["LlamaForCausalLM"]})", {"vocab_size", "missing"});
+  expect_config_error(R"({"vocab_size":3})", {"architectures"});
+  std::string no_layers = with("");
+  no_layers.replace(no_layers.find("\"num_hidden_layers\":2,"), 22, "");
+  expect_config_error(no_layers, {"num_hidden_layers", "missing"});
+}
+
+TEST(ModelConfig, IllTypedKeys) {
+  expect_config_error(with(R"(,"rms_norm_eps":"small")"), {"rms_norm_eps", "number"});
+  expect_config_error(with(R"(,"num_key_value_heads":2.5)"), {"num_key_value_heads", "integer"});
+  expect_config_error(with(R"(,"tie_word_embeddings":"yes")"), {"tie_word_embeddings", "true or false"});
+  expect_config_error(with(R"(,"eos_token_id":["x"])"), {"eos_token_id", "integer"});
+  expect_config_error(with(R"(,"torch_dtype":"float7")"), {"torch_dtype", "float7"});
+  expect_config_error(R"({"architectures":"LlamaForCausalLM"})", {"architectures"});
+  expect_config_error("{not json", {"not valid JSON"});
+  expect_config_error("[]", {"JSON object"});
+}
+
+TEST(ModelConfig, InconsistentValues) {
+  expect_config_error(with(R"(,"num_key_value_heads":3)"), {"num_key_value_heads", "multiple"});
+  expect_config_error(with(R"(,"head_dim":7)"), {"head_dim", "even"});
+  expect_config_error(with(R"(,"rope_scaling":{"rope_type":"yarn","factor":2})"), {"rope_type", "yarn", "llama3"});
+  std::string negative = with("");
+  negative.replace(negative.find("\"vocab_size\":32"), 15, "\"vocab_size\":-1");
+  expect_config_error(negative, {"vocab_size", "positive"});
+}
+
+TEST(GenerationConfigFile, ReadsWhatIsSetAndLeavesTheRestUnset) {
+  ModelFiles files = ModelFiles::directory(testing::data_path("fixtures/glm4-tiny"));
+  ModelConfig model = load_model_config(files);
+  GenerationConfig config = load_generation_config(files, model);
+  ASSERT_TRUE(config.eos_token_id.has_value());
+  EXPECT_EQ(config.eos_token_id->size(), 2u);
+  EXPECT_FALSE(config.temperature.has_value());
+
+  ModelFiles stories = ModelFiles::directory(std::string(SHARDLM_DATA_DIR) + "/models/stories260K");
+  GenerationConfig stories_config = load_generation_config(stories, load_model_config(stories));
+  EXPECT_EQ(stories_config.max_length, 512);
+  EXPECT_EQ(stories_config.eos_token_id, (std::vector<int64_t>{2}));
+}
+
+}  // namespace
+}  // namespace shardlm::io

@@ -1,0 +1,148 @@
+// The random-weight fixtures of ../shared/fixtures (copied to tests/data/fixtures)
+// against golden logits from an independent float64 re-implementation of the
+// transformers modeling code. Tolerances are the fixtures' README's.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "backends/backend.h"
+#include "generation/generator.h"
+#include "io/config.h"
+#include "io/safetensors.h"
+#include "models/causal_lm.h"
+#include "test_util.h"
+
+namespace shardlm {
+namespace {
+
+using testing::relative_error;
+
+struct Fixture {
+  std::string name;
+  double tolerance;  // rel = max|ours - golden| / max|golden|
+};
+
+// Everything a test needs to run one fixture.
+struct LoadedFixture {
+  explicit LoadedFixture(const std::string& name, std::optional<DType> dtype = {})
+      : files(io::ModelFiles::directory(testing::data_path("fixtures/" + name))),
+        config(io::load_model_config(files)),
+        checkpoint(io::Checkpoint::open(files)),
+        golden(io::SafetensorsFile::open(files.path_of("golden.safetensors"))),
+        backend(backends::create_backend("cpu")),
+        model(models::create_causal_lm(config, checkpoint, {.dtype = dtype})),
+        generator(*model, *backend, io::load_generation_config(files, config)) {}
+
+  std::vector<int64_t> ids(const std::string& tensor) const {
+    Tensor t = golden.tensor(tensor);
+    return {t.data<int64_t>(), t.data<int64_t>() + t.numel()};
+  }
+
+  io::ModelFiles files;
+  io::ModelConfig config;
+  io::Checkpoint checkpoint;
+  io::SafetensorsFile golden;
+  std::unique_ptr<backends::Backend> backend;
+  std::unique_ptr<models::CausalLM> model;
+  generation::Generator generator;
+};
+
+class GoldenFixture : public ::testing::TestWithParam<Fixture> {};
+
+TEST_P(GoldenFixture, PromptLogits) {
+  LoadedFixture fixture(GetParam().name);
+  std::vector<int64_t> prompt = fixture.ids("input_ids");
+  fixture.generator.prepare_cache(static_cast<int64_t>(prompt.size()));
+  Tensor logits = fixture.generator.forward(prompt, 0, /*all_positions=*/true);
+  Tensor golden = fixture.golden.tensor("logits");
+  ASSERT_EQ(logits.shape(), golden.shape());
+  double error = relative_error(logits.data<float>(), golden.data<float>(), golden.numel());
+  EXPECT_LT(error, GetParam().tolerance);
+  RecordProperty("prompt_logits_rel_error", std::to_string(error));
+}
+
+// Decodes the golden continuation one token at a time through the KV cache and
+// checks every step's logits and its argmax.
+TEST_P(GoldenFixture, StepByStepDecodeThroughTheCache) {
+  LoadedFixture fixture(GetParam().name);
+  std::vector<int64_t> prompt = fixture.ids("input_ids");
+  std::vector<int64_t> greedy = fixture.ids("greedy_ids");
+  Tensor golden = fixture.golden.tensor("greedy_logits");  // [steps, vocab]
+  const int64_t vocab = golden.shape()[1];
+  fixture.generator.prepare_cache(static_cast<int64_t>(prompt.size() + greedy.size()));
+  Tensor logits = fixture.generator.forward(prompt, 0, /*all_positions=*/false);
+  double worst = 0;
+  for (size_t step = 0; step < greedy.size(); ++step) {
+    if (step > 0) logits = fixture.generator.forward(std::span(&greedy[step - 1], 1), prompt.size() + step - 1, false);
+    const float* expected = golden.data<float>() + step * vocab;
+    worst = std::max(worst, relative_error(logits.data<float>(), expected, vocab));
+    EXPECT_EQ(backends::reference::argmax({logits.data<float>(), static_cast<size_t>(vocab)}), greedy[step])
+        << "step " << step;
+  }
+  EXPECT_LT(worst, GetParam().tolerance);
+}
+
+TEST_P(GoldenFixture, GreedyGenerationMatches) {
+  LoadedFixture fixture(GetParam().name);
+  std::vector<int64_t> prompt = fixture.ids("input_ids");
+  std::vector<int64_t> greedy = fixture.ids("greedy_ids");
+  GenerationConfig request;
+  request.max_new_tokens = static_cast<int64_t>(greedy.size());
+  request.eos_token_id = std::vector<int64_t>{};  // the goldens never stop at EOS
+  EXPECT_EQ(fixture.generator.generate(prompt, request).generated, greedy);
+}
+
+INSTANTIATE_TEST_SUITE_P(LlamaAndQwen3, GoldenFixture,
+                         ::testing::Values(Fixture{"llama-tiny", 1e-4}, Fixture{"llama3-tiny", 1e-4},
+                                           Fixture{"qwen3-tiny", 1e-4}, Fixture{"qwen3-tiny-untied", 1e-4},
+                                           Fixture{"qwen3-tiny-bf16", 1e-3}),
+                         [](const ::testing::TestParamInfo<Fixture>& info) {
+                           std::string name = info.param.name;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
+
+TEST(GoldenFixtureDtype, Bf16ConversionOnLoadStaysCloseToTheBf16Golden) {
+  // The f32 weights rounded to bf16 at load are exactly the bf16 fixture's weights.
+  LoadedFixture converted("qwen3-tiny", DType::bf16);
+  LoadedFixture reference_golden("qwen3-tiny-bf16");
+  std::vector<int64_t> prompt = converted.ids("input_ids");
+  converted.generator.prepare_cache(static_cast<int64_t>(prompt.size()));
+  Tensor logits = converted.generator.forward(prompt, 0, true);
+  Tensor golden = reference_golden.golden.tensor("logits");
+  EXPECT_LT(relative_error(logits.data<float>(), golden.data<float>(), golden.numel()), 1e-3);
+}
+
+TEST(ModelRegistry, UnknownArchitectureListsTheSupportedOnes) {
+  io::ModelConfig config = io::load_model_config(io::ModelFiles::directory(testing::data_path("fixtures/qwen3-tiny")));
+  config.architectures = {"MambaForCausalLM"};
+  io::Checkpoint checkpoint = io::Checkpoint::open(io::ModelFiles::directory(testing::data_path("fixtures/qwen3-tiny")));
+  try {
+    models::create_causal_lm(config, checkpoint, {});
+    FAIL();
+  } catch (const Error& error) {
+    std::string message = error.what();
+    EXPECT_NE(message.find("MambaForCausalLM"), std::string::npos);
+    EXPECT_NE(message.find("LlamaForCausalLM"), std::string::npos);
+    EXPECT_NE(message.find("Qwen3ForCausalLM"), std::string::npos);
+  }
+}
+
+TEST(ModelRegistry, ConfigThatDoesNotMatchTheWeightsNamesTheTensor) {
+  io::ModelFiles files = io::ModelFiles::directory(testing::data_path("fixtures/llama-tiny"));
+  io::ModelConfig config = io::load_model_config(files);
+  config.intermediate_size += 1;
+  io::Checkpoint checkpoint = io::Checkpoint::open(files);
+  try {
+    models::create_causal_lm(config, checkpoint, {});
+    FAIL();
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("model.layers.0.mlp.gate_proj.weight"), std::string::npos) << error.what();
+  }
+  config = io::load_model_config(files);
+  config.architectures = {"Qwen3ForCausalLM"};  // Llama weights have no q_norm
+  EXPECT_THROW(models::create_causal_lm(config, checkpoint, {}), Error);
+}
+
+}  // namespace
+}  // namespace shardlm
