@@ -34,12 +34,13 @@ class Backend {
   // cache f32 [batch, kv_heads, max_cache_len, head_dim]; entries f32 [batch, seq, kv_heads, head_dim];
   // positions i32 [batch, seq]: entries[b, s] goes to cache[b, :, positions[b, s]]
   virtual void kv_cache_write(const Tensor& cache, const Tensor& entries, const Tensor& positions) = 0;
-  // Causal attention over the cache: the query at position p sees cache positions 0..p.
+  // Causal attention over the cache: the query at position p sees cache positions 0..p, or
+  // with sliding_window W > 0 only p-W+1..p (transformers' sliding_attention layers).
   // q f32 [batch, seq, heads, head_dim]; k_cache, v_cache f32 [batch, kv_heads, max_cache_len, head_dim];
   // positions i32 [batch, seq] -> out f32 [batch, seq, heads, head_dim].
   // Query head h reads KV head h / (heads / kv_heads), as transformers' repeat_kv does.
   virtual void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& positions,
-                         float scale, const Tensor& out) = 0;
+                         float scale, int64_t sliding_window, const Tensor& out) = 0;
   // out = silu(gate) * up, all f32 of one shape
   virtual void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) = 0;
   // out = a + b, f32 of one shape

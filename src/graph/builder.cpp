@@ -63,14 +63,16 @@ void Builder::kv_cache_write(Value cache, Value entries, Value positions) {
   backend_.kv_cache_write(tensor(cache), tensor(entries), tensor(positions));
 }
 
-Value Builder::attention(Value q, Value k_cache, Value v_cache, Value positions, float scale) {
+Value Builder::attention(Value q, Value k_cache, Value v_cache, Value positions, float scale,
+                         int64_t sliding_window) {
   const Shape& q_shape = shape(q);
   const Shape& k = shape(k_cache);
   if (q_shape.rank() != 4 || k.rank() != 4 || shape(v_cache) != k || k[0] != q_shape[0] || k[3] != q_shape[3] ||
       q_shape[2] % k[1] != 0 || shape(positions) != Shape{q_shape[0], q_shape[1]})
     shape_error("attention", "query " + q_shape.to_string() + " does not fit cache " + k.to_string());
   Value out = output(q_shape);
-  backend_.attention(tensor(q), tensor(k_cache), tensor(v_cache), tensor(positions), scale, tensor(out));
+  backend_.attention(tensor(q), tensor(k_cache), tensor(v_cache), tensor(positions), scale, sliding_window,
+                     tensor(out));
   return out;
 }
 

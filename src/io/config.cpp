@@ -1,5 +1,6 @@
 #include "io/config.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -129,6 +130,34 @@ RopeConfig parse_rope(const Fields& top, const ClassDefaults& defaults) {
   return rope;
 }
 
+void parse_layer_types(const Fields& fields, ModelConfig& config) {
+  const bool qwen_rule = config.model_type == "qwen2" || config.model_type == "qwen3";
+  // Qwen configs drop sliding_window unless use_sliding_window is set; others use it as given.
+  const bool windowed = qwen_rule ? fields.boolean("use_sliding_window", false) : true;
+  const std::optional<int64_t> window = windowed ? fields.optional_int("sliding_window") : std::nullopt;
+  if (window && *window <= 0) fail(fields.source(), ": sliding_window must be positive, got ", *window);
+  if (const json* types = fields.find("layer_types")) {
+    if (!types->is_array() || static_cast<int64_t>(types->size()) != config.num_hidden_layers)
+      fail(fields.source(), ": 'layer_types' must list one entry per layer (", config.num_hidden_layers, ")");
+    for (const json& type : *types) {
+      if (!type.is_string() || (type != "full_attention" && type != "sliding_attention"))
+        fail(fields.source(), ": layer_types entry ", type.dump(),
+             " is not supported (supported: full_attention, sliding_attention)");
+      config.layer_types.push_back(type.get<std::string>());
+    }
+  } else {
+    const int64_t max_window_layers = fields.optional_int("max_window_layers").value_or(config.num_hidden_layers);
+    for (int64_t i = 0; i < config.num_hidden_layers; ++i)
+      config.layer_types.push_back(window && qwen_rule && i >= max_window_layers ? "sliding_attention"
+                                                                                 : "full_attention");
+  }
+  const bool any_sliding =
+      std::find(config.layer_types.begin(), config.layer_types.end(), "sliding_attention") != config.layer_types.end();
+  if (any_sliding && !window)
+    fail(fields.source(), ": layer_types has sliding_attention layers but no positive sliding_window");
+  config.sliding_window = any_sliding ? *window : 0;
+}
+
 }  // namespace
 
 ModelConfig parse_model_config(const std::string& json_text, const std::string& source) {
@@ -181,8 +210,7 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
   config.bos_token_id = fields.optional_int("bos_token_id");
   config.eos_token_id = fields.int_list("eos_token_id");
   config.pad_token_id = fields.optional_int("pad_token_id");
-  config.use_sliding_window = fields.boolean("use_sliding_window", false);
-  config.sliding_window = fields.optional_int("sliding_window");
+  parse_layer_types(fields, config);
   return config;
 }
 

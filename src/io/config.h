@@ -46,8 +46,16 @@ struct ModelConfig {
   std::optional<int64_t> bos_token_id;
   std::vector<int64_t> eos_token_id;
   std::optional<int64_t> pad_token_id;
-  bool use_sliding_window = false;
-  std::optional<int64_t> sliding_window;
+  // Per layer: "full_attention" or "sliding_attention" (then only the last
+  // sliding_window positions are visible). From config.json's layer_types, else
+  // Qwen2/Qwen3's rule: sliding for layers >= max_window_layers when use_sliding_window.
+  std::vector<std::string> layer_types;
+  int64_t sliding_window = 0;  // 0 when no layer slides
+
+  // The attention window of layer `layer` (0: unlimited).
+  int64_t attention_window(int64_t layer) const {
+    return layer_types[layer] == "sliding_attention" ? sliding_window : 0;
+  }
 };
 
 // Parses config.json text; `source` names the file in errors.

@@ -82,7 +82,7 @@ Value bind_optional(Builder& builder, const Tensor& tensor) {
 }
 
 Value self_attention(Builder& builder, const AttentionWeights& weights, const io::ModelConfig& config,
-                     const StepContext& step, LayerCache& cache, Value x) {
+                     const StepContext& step, LayerCache& cache, Value x, int64_t sliding_window) {
   const int64_t tokens = step.batch * step.seq, head_dim = config.head_dim;
   const int64_t heads = config.num_attention_heads, kv_heads = config.num_key_value_heads;
 
@@ -105,7 +105,7 @@ Value self_attention(Builder& builder, const AttentionWeights& weights, const io
 
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
   Value attended = builder.attention(builder.reshape(q, {step.batch, step.seq, heads, head_dim}), k_cache, v_cache,
-                                     step.positions, scale);  // [batch, seq, heads, head_dim]
+                                     step.positions, scale, sliding_window);  // [batch, seq, heads, head_dim]
   return builder.linear(builder.reshape(attended, {tokens, heads * head_dim}), builder.bind(weights.o_proj),
                         bind_optional(builder, weights.o_bias));
 }

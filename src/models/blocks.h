@@ -50,8 +50,9 @@ struct StepContext {
 };
 
 // Self-attention with RoPE over the static cache. x [tokens, hidden] (already normed) -> [tokens, hidden].
+// sliding_window 0: the whole cache prefix is visible.
 graph::Value self_attention(graph::Builder& builder, const AttentionWeights& weights, const io::ModelConfig& config,
-                            const StepContext& step, LayerCache& cache, graph::Value x);
+                            const StepContext& step, LayerCache& cache, graph::Value x, int64_t sliding_window);
 
 // down(silu(gate(x)) * up(x)). x [tokens, hidden] -> [tokens, hidden]
 graph::Value gated_mlp(graph::Builder& builder, const GatedMlpWeights& weights, graph::Value x);

@@ -67,7 +67,9 @@ Value PreNormDecoderLM::forward(Builder& builder, const ForwardInputs& inputs, S
   for (size_t i = 0; i < weights_.layers.size(); ++i) {
     const PreNormDecoderWeights::Layer& layer = weights_.layers[i];
     Value normed = builder.rms_norm(x, builder.bind(layer.input_layernorm), config_.rms_norm_eps);
-    x = builder.add(x, self_attention(builder, layer.self_attn, config_, step, cache.layers[i], normed));
+    Value attended =
+        self_attention(builder, layer.self_attn, config_, step, cache.layers[i], normed, config_.attention_window(i));
+    x = builder.add(x, attended);
     normed = builder.rms_norm(x, builder.bind(layer.post_attention_layernorm), config_.rms_norm_eps);
     x = builder.add(x, gated_mlp(builder, layer.mlp, normed));
   }

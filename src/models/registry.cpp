@@ -12,6 +12,8 @@ const std::map<std::string, Factory>& factories() {
   static const std::map<std::string, Factory> table = {
       {"LlamaForCausalLM", create_llama},
       {"Qwen3ForCausalLM", create_qwen3},
+      {"Qwen2ForCausalLM", create_qwen2},
+      {"Glm4ForCausalLM", create_glm4},
   };
   return table;
 }

@@ -11,5 +11,7 @@ namespace shardlm::models {
 
 std::unique_ptr<CausalLM> create_llama(const io::ModelConfig& config, WeightLoader& loader);
 std::unique_ptr<CausalLM> create_qwen3(const io::ModelConfig& config, WeightLoader& loader);
+std::unique_ptr<CausalLM> create_qwen2(const io::ModelConfig& config, WeightLoader& loader);
+std::unique_ptr<CausalLM> create_glm4(const io::ModelConfig& config, WeightLoader& loader);
 
 }  // namespace shardlm::models

@@ -104,10 +104,12 @@ TEST_P(BackendConsistency, CacheWriteAndAttention) {
   EXPECT_EQ(download(k_actual), to_doubles(k_expected));
 
   Tensor q = random_tensor({batch, seq, heads, head_dim}, DType::f32, random_);
-  Tensor expected = Tensor::zeros({batch, seq, heads, head_dim}, DType::f32), actual = output(q.shape());
-  reference::attention(q, k_expected, v_expected, positions, 0.25f, expected);
-  backend_->attention(upload(q), k_actual, v_actual, upload(positions), 0.25f, actual);
-  EXPECT_LT(relative_error(download(actual), to_doubles(expected)), tolerance);
+  for (int64_t sliding_window : {int64_t{0}, int64_t{3}}) {
+    Tensor expected = Tensor::zeros({batch, seq, heads, head_dim}, DType::f32), actual = output(q.shape());
+    reference::attention(q, k_expected, v_expected, positions, 0.25f, sliding_window, expected);
+    backend_->attention(upload(q), k_actual, v_actual, upload(positions), 0.25f, sliding_window, actual);
+    EXPECT_LT(relative_error(download(actual), to_doubles(expected)), tolerance) << sliding_window;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryBackend, BackendConsistency, ::testing::ValuesIn(runnable_backends()),

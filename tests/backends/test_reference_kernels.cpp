@@ -102,29 +102,35 @@ TEST_F(ReferenceKernels, AttentionWithGqaOverTheCache) {
   // Row 0 is a prompt at 0..2; row 1 decodes at 6..8 over an existing prefix.
   Tensor positions = Tensor::from_i32(std::vector<int32_t>{0, 1, 2, 6, 7, 8}, {batch, seq});
   const double scale = 1 / std::sqrt(5.0);
-  Tensor result = Tensor::zeros({batch, seq, heads, head_dim}, DType::f32);
-  reference::attention(q, k_cache, v_cache, positions, static_cast<float>(scale), result);
   std::vector<double> qs = to_doubles(q), ks = to_doubles(k_cache), vs = to_doubles(v_cache);
-  std::vector<double> expected(result.numel());
-  for (int64_t b = 0; b < batch; ++b)
-    for (int64_t s = 0; s < seq; ++s)
-      for (int64_t h = 0; h < heads; ++h) {
-        const int64_t kv = h / (heads / kv_heads), visible = positions.data<int32_t>()[b * seq + s] + 1;
-        std::vector<double> weights(visible);
-        double total = 0;
-        for (int64_t t = 0; t < visible; ++t) {
-          double dot = 0;
-          for (int64_t d = 0; d < head_dim; ++d)
-            dot += qs[((b * seq + s) * heads + h) * head_dim + d] * ks[((b * kv_heads + kv) * max_cache_len + t) * head_dim + d];
-          total += weights[t] = std::exp(dot * scale);
+  for (int64_t sliding_window : {int64_t{0}, int64_t{4}}) {
+    Tensor result = Tensor::zeros({batch, seq, heads, head_dim}, DType::f32);
+    reference::attention(q, k_cache, v_cache, positions, static_cast<float>(scale), sliding_window, result);
+    std::vector<double> expected(result.numel());
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t s = 0; s < seq; ++s)
+        for (int64_t h = 0; h < heads; ++h) {
+          const int64_t kv = h / (heads / kv_heads), position = positions.data<int32_t>()[b * seq + s];
+          // Keys at positions p' with p - W < p' <= p are visible (all p' <= p without a window).
+          auto visible = [&](int64_t t) { return t <= position && (sliding_window == 0 || t > position - sliding_window); };
+          double total = 0;
+          std::vector<double> weights(max_cache_len, 0.0);
+          for (int64_t t = 0; t < max_cache_len; ++t) {
+            if (!visible(t)) continue;
+            double dot = 0;
+            for (int64_t d = 0; d < head_dim; ++d)
+              dot += qs[((b * seq + s) * heads + h) * head_dim + d] * ks[((b * kv_heads + kv) * max_cache_len + t) * head_dim + d];
+            total += weights[t] = std::exp(dot * scale);
+          }
+          for (int64_t d = 0; d < head_dim; ++d) {
+            double acc = 0;
+            for (int64_t t = 0; t < max_cache_len; ++t)
+              acc += weights[t] / total * vs[((b * kv_heads + kv) * max_cache_len + t) * head_dim + d];
+            expected[((b * seq + s) * heads + h) * head_dim + d] = acc;
+          }
         }
-        for (int64_t d = 0; d < head_dim; ++d) {
-          double acc = 0;
-          for (int64_t t = 0; t < visible; ++t) acc += weights[t] / total * vs[((b * kv_heads + kv) * max_cache_len + t) * head_dim + d];
-          expected[((b * seq + s) * heads + h) * head_dim + d] = acc;
-        }
-      }
-  EXPECT_LT(relative_error(to_doubles(result), expected), tolerance);
+    EXPECT_LT(relative_error(to_doubles(result), expected), tolerance) << sliding_window;
+  }
 }
 
 TEST_F(ReferenceKernels, KvCacheWritePlacesEntriesAtTheirPositions) {

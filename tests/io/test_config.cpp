@@ -109,3 +109,41 @@ TEST(GenerationConfigFile, ReadsWhatIsSetAndLeavesTheRestUnset) {
 
 }  // namespace
 }  // namespace shardlm::io
+
+namespace shardlm::io {
+namespace {
+
+std::string qwen2_config(const std::string& extra) {
+  return R"({"architectures":["Qwen2ForCausalLM"],"model_type":"qwen2","vocab_size":32,"hidden_size":64,
+    "intermediate_size":100,"num_hidden_layers":4,"num_attention_heads":4)" + extra + "}";
+}
+
+TEST(ModelConfig, SlidingWindowLayersFollowTheQwenRule) {
+  ModelConfig off = parse_model_config(qwen2_config(R"(,"sliding_window":8,"max_window_layers":2)"), "c");
+  EXPECT_EQ(off.sliding_window, 0);  // use_sliding_window is false
+  EXPECT_EQ(off.attention_window(3), 0);
+  ModelConfig on = parse_model_config(
+      qwen2_config(R"(,"use_sliding_window":true,"sliding_window":8,"max_window_layers":2)"), "c");
+  EXPECT_EQ(on.layer_types, (std::vector<std::string>{"full_attention", "full_attention", "sliding_attention",
+                                                      "sliding_attention"}));
+  EXPECT_EQ(on.attention_window(1), 0);
+  EXPECT_EQ(on.attention_window(2), 8);
+  ModelConfig listed = parse_model_config(
+      qwen2_config(R"(,"use_sliding_window":true,"sliding_window":8,
+        "layer_types":["sliding_attention","full_attention","full_attention","full_attention"])"), "c");
+  EXPECT_EQ(listed.attention_window(0), 8);
+  EXPECT_EQ(listed.attention_window(1), 0);
+}
+
+TEST(ModelConfig, BadLayerTypes) {
+  expect_config_error(qwen2_config(R"(,"layer_types":["full_attention"])"), {"layer_types", "one entry per layer"});
+  expect_config_error(qwen2_config(R"(,"layer_types":["full_attention","x","full_attention","full_attention"])"),
+                      {"layer_types", "\"x\""});
+  expect_config_error(
+      qwen2_config(R"(,"layer_types":["sliding_attention","full_attention","full_attention","full_attention"])"),
+      {"sliding_window"});
+  expect_config_error(qwen2_config(R"(,"use_sliding_window":true,"sliding_window":0)"), {"sliding_window"});
+}
+
+}  // namespace
+}  // namespace shardlm::io

@@ -92,10 +92,11 @@ TEST_P(GoldenFixture, GreedyGenerationMatches) {
   EXPECT_EQ(fixture.generator.generate(prompt, request).generated, greedy);
 }
 
-INSTANTIATE_TEST_SUITE_P(LlamaAndQwen3, GoldenFixture,
+INSTANTIATE_TEST_SUITE_P(EveryFixture, GoldenFixture,
                          ::testing::Values(Fixture{"llama-tiny", 1e-4}, Fixture{"llama3-tiny", 1e-4},
                                            Fixture{"qwen3-tiny", 1e-4}, Fixture{"qwen3-tiny-untied", 1e-4},
-                                           Fixture{"qwen3-tiny-bf16", 1e-3}),
+                                           Fixture{"qwen3-tiny-bf16", 1e-3}, Fixture{"qwen2-tiny", 1e-4},
+                                           Fixture{"glm4-tiny", 1e-4}),
                          [](const ::testing::TestParamInfo<Fixture>& info) {
                            std::string name = info.param.name;
                            std::replace(name.begin(), name.end(), '-', '_');
@@ -142,6 +143,45 @@ TEST(ModelRegistry, ConfigThatDoesNotMatchTheWeightsNamesTheTensor) {
   config = io::load_model_config(files);
   config.architectures = {"Qwen3ForCausalLM"};  // Llama weights have no q_norm
   EXPECT_THROW(models::create_causal_lm(config, checkpoint, {}), Error);
+}
+
+}  // namespace
+}  // namespace shardlm
+
+namespace shardlm {
+namespace {
+
+// With a sliding window W, positions before W see what full attention sees; later ones
+// differ; and decoding through the cache step by step equals one prefill of every position.
+TEST(SlidingWindow, WindowedLayersAreConsistentAcrossPrefillAndDecode) {
+  io::ModelFiles files = io::ModelFiles::directory(testing::data_path("fixtures/qwen2-tiny"));
+  io::Checkpoint checkpoint = io::Checkpoint::open(files);
+  std::string text = files.read_text("config.json");
+  text.replace(text.find("\"use_sliding_window\": false"), 27, "\"use_sliding_window\": true");
+  text.replace(text.find("\"sliding_window\": null"), 22, "\"sliding_window\": 4");
+  text.replace(text.find("\"max_window_layers\": 2"), 22, "\"max_window_layers\": 1");
+  io::ModelConfig windowed_config = io::parse_model_config(text, "windowed config.json");
+  ASSERT_EQ(windowed_config.attention_window(1), 4);
+  std::unique_ptr<backends::Backend> backend = backends::create_backend("cpu");
+  auto windowed = models::create_causal_lm(windowed_config, checkpoint, {});
+  auto full = models::create_causal_lm(io::load_model_config(files), checkpoint, {});
+  generation::Generator windowed_run(*windowed, *backend, {}), full_run(*full, *backend, {});
+
+  std::vector<int64_t> ids{5, 77, 300, 12, 9, 1000, 42, 8};
+  const int64_t vocab = windowed_config.vocab_size, count = static_cast<int64_t>(ids.size());
+  windowed_run.prepare_cache(count);
+  full_run.prepare_cache(count);
+  Tensor windowed_logits = windowed_run.forward(ids, 0, true), full_logits = full_run.forward(ids, 0, true);
+  for (int64_t p = 0; p < count; ++p) {
+    double difference = relative_error(windowed_logits.data<float>() + p * vocab, full_logits.data<float>() + p * vocab, vocab);
+    if (p < 4) EXPECT_EQ(difference, 0.0) << p;
+    else EXPECT_GT(difference, 1e-6) << p;
+  }
+  windowed_run.prepare_cache(count);
+  for (int64_t p = 0; p < count; ++p) {
+    Tensor step = windowed_run.forward(std::span(&ids[p], 1), p, false);
+    EXPECT_LT(relative_error(step.data<float>(), windowed_logits.data<float>() + p * vocab, vocab), 1e-5) << p;
+  }
 }
 
 }  // namespace

@@ -32,8 +32,8 @@ class CpuBackend final : public Backend {
     reference::kv_cache_write(cache, entries, positions);
   }
   void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& positions, float scale,
-                 const Tensor& out) override {
-    reference::attention(q, k_cache, v_cache, positions, scale, out);
+                 int64_t sliding_window, const Tensor& out) override {
+    reference::attention(q, k_cache, v_cache, positions, scale, sliding_window, out);
   }
   void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) override {
     reference::silu_mul(gate, up, out);

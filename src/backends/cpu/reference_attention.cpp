@@ -1,4 +1,5 @@
 #include <cmath>
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -23,7 +24,7 @@ void kv_cache_write(const Tensor& cache, const Tensor& entries, const Tensor& po
 }
 
 void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& positions, float scale,
-               const Tensor& out) {
+               int64_t sliding_window, const Tensor& out) {
   const int64_t batch = q.shape()[0], seq = q.shape()[1], heads = q.shape()[2], head_dim = q.shape()[3];
   const int64_t kv_heads = k_cache.shape()[1], max_cache_len = k_cache.shape()[2];
   const int64_t group = heads / kv_heads;
@@ -35,22 +36,23 @@ void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, co
         const int64_t visible = position[b * seq + s] + 1;
         SHARDLM_CHECK(visible >= 1 && visible <= max_cache_len, "attention: position ", visible - 1,
                       " is outside the KV cache (max_cache_len ", max_cache_len, ")");
+        const int64_t first = sliding_window > 0 ? std::max<int64_t>(0, visible - sliding_window) : 0;
         const float* query = q.data<float>() + ((b * seq + s) * heads + h) * head_dim;
         const float* keys = k_cache.data<float>() + (b * kv_heads + h / group) * max_cache_len * head_dim;
         const float* values = v_cache.data<float>() + (b * kv_heads + h / group) * max_cache_len * head_dim;
         float maximum = -INFINITY;
-        for (int64_t t = 0; t < visible; ++t) {
+        for (int64_t t = first; t < visible; ++t) {
           float dot = 0;
           for (int64_t d = 0; d < head_dim; ++d) dot += query[d] * keys[t * head_dim + d];
           scores[t] = dot * scale;
           maximum = std::max(maximum, scores[t]);
         }
         float sum = 0;
-        for (int64_t t = 0; t < visible; ++t) sum += scores[t] = std::exp(scores[t] - maximum);
+        for (int64_t t = first; t < visible; ++t) sum += scores[t] = std::exp(scores[t] - maximum);
         float* result = out.mutable_data<float>() + ((b * seq + s) * heads + h) * head_dim;
         for (int64_t d = 0; d < head_dim; ++d) {
           float acc = 0;
-          for (int64_t t = 0; t < visible; ++t) acc += scores[t] * values[t * head_dim + d];
+          for (int64_t t = first; t < visible; ++t) acc += scores[t] * values[t * head_dim + d];
           result[d] = acc / sum;
         }
       }

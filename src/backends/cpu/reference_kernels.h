@@ -17,7 +17,7 @@ void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& ou
 void rope(const Tensor& x, const Tensor& positions, const RotaryEmbedding& rotary);
 void kv_cache_write(const Tensor& cache, const Tensor& entries, const Tensor& positions);
 void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& positions, float scale,
-               const Tensor& out);
+               int64_t sliding_window, const Tensor& out);
 void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out);
 void add(const Tensor& a, const Tensor& b, const Tensor& out);
 void gather_rows(const Tensor& x, const Tensor& indices, const Tensor& out);

@@ -1,0 +1,82 @@
+// Glm4ForCausalLM (GLM-4-0414): a decoder layer with four norms,
+//   x += post_self_attn_layernorm(attention(input_layernorm(x)))
+//   x += post_mlp_layernorm(mlp(post_attention_layernorm(x)))
+// q/k/v biases, a fused gate_up_proj (gate rows first), and partial rotary
+// embedding on interleaved pairs (transformers' modeling_glm4).
+#include "models/pre_norm_decoder.h"
+#include "models/registry.h"
+
+namespace shardlm::models {
+namespace {
+
+using graph::Builder;
+using graph::Value;
+
+struct Glm4Layer {
+  Tensor input_layernorm, post_self_attn_layernorm, post_attention_layernorm, post_mlp_layernorm;  // [hidden]
+  AttentionWeights self_attn;
+  GatedMlpWeights mlp;
+};
+
+class Glm4ForCausalLM final : public CausalLM {
+ public:
+  Glm4ForCausalLM(const io::ModelConfig& config, WeightLoader& loader)
+      : CausalLM(config), rotary_(make_rotary_embedding(config_, /*interleaved=*/true)) {
+    check_supported_activation(config_);
+    const Shape hidden{config_.hidden_size};
+    const int64_t intermediate = config_.intermediate_size;
+    embed_tokens_ = loader.require("model.embed_tokens.weight", {config_.vocab_size, config_.hidden_size});
+    for (int64_t i = 0; i < config_.num_hidden_layers; ++i) {
+      const std::string prefix = str_cat("model.layers.", i);
+      // [2 * intermediate, hidden]: rows [0, I) are gate, [I, 2I) up; split as zero-copy views.
+      Tensor gate_up = loader.require(prefix + ".mlp.gate_up_proj.weight", {2 * intermediate, config_.hidden_size});
+      layers_.push_back({
+          .input_layernorm = loader.require(prefix + ".input_layernorm.weight", hidden),
+          .post_self_attn_layernorm = loader.require(prefix + ".post_self_attn_layernorm.weight", hidden),
+          .post_attention_layernorm = loader.require(prefix + ".post_attention_layernorm.weight", hidden),
+          .post_mlp_layernorm = loader.require(prefix + ".post_mlp_layernorm.weight", hidden),
+          .self_attn = load_attention(loader, prefix + ".self_attn", config_,
+                                      {.bias_qkv = config_.attention_bias, .bias_o = false}),
+          .mlp = {.gate_proj = gate_up.slice_rows(0, intermediate),
+                  .up_proj = gate_up.slice_rows(intermediate, 2 * intermediate),
+                  .down_proj = loader.require(prefix + ".mlp.down_proj.weight", {config_.hidden_size, intermediate})},
+      });
+    }
+    norm_ = loader.require("model.norm.weight", hidden);
+    lm_head_ = load_lm_head(loader, config_, embed_tokens_);
+    weight_bytes_ = loader.loaded_bytes();
+  }
+
+  Value forward(Builder& builder, const ForwardInputs& inputs, StaticCache& cache) const override {
+    StepContext step = begin_step(builder, inputs, rotary_);
+    Value ids = builder.reshape(builder.bind(inputs.input_ids), {step.batch * step.seq});
+    Value x = builder.embedding(builder.bind(embed_tokens_), ids);  // [tokens, hidden]
+    const double eps = config_.rms_norm_eps;
+    for (size_t i = 0; i < layers_.size(); ++i) {
+      const Glm4Layer& layer = layers_[i];
+      Value attended = self_attention(builder, layer.self_attn, config_, step, cache.layers[i],
+                                      builder.rms_norm(x, builder.bind(layer.input_layernorm), eps),
+                                      config_.attention_window(static_cast<int64_t>(i)));
+      x = builder.add(x, builder.rms_norm(attended, builder.bind(layer.post_self_attn_layernorm), eps));
+      Value mlp = gated_mlp(builder, layer.mlp, builder.rms_norm(x, builder.bind(layer.post_attention_layernorm), eps));
+      x = builder.add(x, builder.rms_norm(mlp, builder.bind(layer.post_mlp_layernorm), eps));
+    }
+    return finish_step(builder, inputs, x, norm_, lm_head_, eps);
+  }
+
+  size_t weight_bytes() const override { return weight_bytes_; }
+
+ private:
+  backends::RotaryEmbedding rotary_;
+  Tensor embed_tokens_, norm_, lm_head_;
+  std::vector<Glm4Layer> layers_;
+  size_t weight_bytes_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<CausalLM> create_glm4(const io::ModelConfig& config, WeightLoader& loader) {
+  return std::make_unique<Glm4ForCausalLM>(config, loader);
+}
+
+}  // namespace shardlm::models
