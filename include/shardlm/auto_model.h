@@ -24,8 +24,9 @@ struct PretrainedOptions {
   std::string device_map = "cpu";
 };
 
-// Called for every generated token with the text it completes (needs a tokenizer).
-using TokenStreamer = std::function<void(int64_t token, std::string_view text)>;
+// Called for every generated token of input row `row` with the text it completes
+// (empty without a tokenizer, or while a UTF-8 character is incomplete).
+using TokenStreamer = std::function<void(size_t row, int64_t token, std::string_view text)>;
 
 class AutoModelForCausalLM {
  public:
@@ -33,15 +34,26 @@ class AutoModelForCausalLM {
   // "embedded:stories260K" for the built-in model.
   static AutoModelForCausalLM from_pretrained(const std::string& path_or_id, const PretrainedOptions& options = {});
 
-  // One output row per input row: the prompt followed by the generated tokens, as
-  // transformers returns them. Rows are generated one after another for now.
-  // `tokenizer` enables stop_strings and streamed text.
+  // One output row per input row: the input row as given followed by its generated
+  // tokens (rows that stop early are shorter; nothing is padded). Rows of different
+  // lengths run as one batch; attention_mask (when given) marks padding to drop, so
+  // each row generates exactly as it would alone. `tokenizer` enables stop_strings
+  // and streamed text.
   std::vector<std::vector<int64_t>> generate(const BatchEncoding& inputs, const GenerationConfig& config = {},
                                              const TokenStreamer& streamer = {},
                                              const AutoTokenizer* tokenizer = nullptr);
 
   // Logits for every position of `input_ids` (a fresh sequence): [positions][vocab].
   std::vector<std::vector<float>> logits(const std::vector<int64_t>& input_ids);
+
+  // Compiles so far, and the timings of the last generate() call.
+  int64_t compiles() const;
+  struct Stats {
+    double time_to_first_token_s = 0, prefill_tokens_per_s = 0, decode_tokens_per_s = 0;
+    int64_t compiles = 0;
+    size_t arena_bytes = 0, kv_cache_bytes = 0;
+  };
+  Stats last_stats() const;
 
   // The model's generation_config.json (and config.json token ids).
   const GenerationConfig& generation_config() const;

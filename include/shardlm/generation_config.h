@@ -26,8 +26,11 @@ struct GenerationConfig {
   std::optional<int64_t> pad_token_id;
   std::optional<int64_t> bos_token_id;
   std::vector<std::string> stop_strings;         // needs a tokenizer; the match stays in the output
-  std::optional<int64_t> max_cache_len;          // [prompt + max_new_tokens]
+  std::optional<int64_t> max_cache_len;          // [min(max_position_embeddings, 4096), or more if the request
+                                                 //  needs it; an existing cache that is large enough is reused]
   std::optional<std::string> cache_implementation;  // ["static"]: the only one
+  std::optional<bool> disable_compile;           // [false]: run the graph eagerly (the reference path)
+  std::optional<int64_t> prefill_chunk_size;     // [128]: prompt tokens per prefill step (the last chunk padded)
 };
 
 }  // namespace shardlm

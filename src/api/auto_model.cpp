@@ -33,26 +33,57 @@ std::vector<std::vector<int64_t>> AutoModelForCausalLM::generate(const BatchEnco
                                                                  const GenerationConfig& config,
                                                                  const TokenStreamer& streamer,
                                                                  const AutoTokenizer* tokenizer) {
-  const tokenizer::Tokenizer* text_tokenizer = tokenizer ? &tokenizer->impl().tokenizer : nullptr;
-  std::vector<std::vector<int64_t>> outputs;
+  SHARDLM_CHECK(inputs.attention_mask.empty() || inputs.attention_mask.size() == inputs.input_ids.size(),
+                "attention_mask has ", inputs.attention_mask.size(), " rows but input_ids has ", inputs.input_ids.size());
+  std::vector<std::vector<int64_t>> prompts;
   for (size_t row = 0; row < inputs.input_ids.size(); ++row) {
-    const std::vector<int64_t>& prompt = inputs.input_ids[row];
-    generation::GenerationResult result = impl_->generator->generate(prompt, config, streamer, text_tokenizer);
-    std::vector<int64_t> sequence = prompt;
-    sequence.insert(sequence.end(), result.generated.begin(), result.generated.end());
+    const std::vector<int64_t>& ids = inputs.input_ids[row];
+    if (inputs.attention_mask.empty()) {
+      prompts.push_back(ids);
+      continue;
+    }
+    const std::vector<int64_t>& mask = inputs.attention_mask[row];
+    SHARDLM_CHECK(mask.size() == ids.size(), "attention_mask row ", row, " has ", mask.size(),
+                  " entries but input_ids row has ", ids.size());
+    std::vector<int64_t>& prompt = prompts.emplace_back();
+    for (size_t i = 0; i < ids.size(); ++i)
+      if (mask[i] != 0) prompt.push_back(ids[i]);
+  }
+  const tokenizer::Tokenizer* text_tokenizer = tokenizer ? &tokenizer->impl().tokenizer : nullptr;
+  std::vector<generation::GenerationResult> results =
+      impl_->generator->generate(prompts, config, streamer, text_tokenizer);
+  std::vector<std::vector<int64_t>> outputs;
+  for (size_t row = 0; row < results.size(); ++row) {
+    std::vector<int64_t> sequence = inputs.input_ids[row];
+    sequence.insert(sequence.end(), results[row].generated.begin(), results[row].generated.end());
     outputs.push_back(std::move(sequence));
   }
   return outputs;
 }
 
 std::vector<std::vector<float>> AutoModelForCausalLM::logits(const std::vector<int64_t>& input_ids) {
-  impl_->generator->prepare_cache(static_cast<int64_t>(input_ids.size()));
+  SHARDLM_CHECK(!input_ids.empty(), "logits: input_ids is empty");
+  impl_->generator->prepare_cache(1, static_cast<int64_t>(input_ids.size()));
   Tensor logits = impl_->generator->forward(input_ids, 0, /*all_positions=*/true);
   const int64_t vocab = logits.shape()[1];
   std::vector<std::vector<float>> rows;
   for (int64_t r = 0; r < logits.shape()[0]; ++r)
     rows.emplace_back(logits.data<float>() + r * vocab, logits.data<float>() + (r + 1) * vocab);
   return rows;
+}
+
+int64_t AutoModelForCausalLM::compiles() const { return impl_->generator->compiles(); }
+
+AutoModelForCausalLM::Stats AutoModelForCausalLM::last_stats() const {
+  const generation::GenerationStats& stats = impl_->generator->last_stats();
+  Stats result;
+  result.time_to_first_token_s = stats.time_to_first_token_s;
+  result.prefill_tokens_per_s = stats.prefill_s > 0 ? stats.prefill_tokens / stats.prefill_s : 0;
+  result.decode_tokens_per_s = stats.decode_s > 0 ? stats.decode_tokens / stats.decode_s : 0;
+  result.compiles = stats.compiles;
+  result.arena_bytes = impl_->generator->arena_bytes();
+  result.kv_cache_bytes = impl_->generator->cache_bytes();
+  return result;
 }
 
 const GenerationConfig& AutoModelForCausalLM::generation_config() const {

@@ -18,6 +18,7 @@ class Backend {
   virtual std::string name() const = 0;
   virtual Device device() const = 0;
 
+  // Contents undefined: every op writes its whole output; caches are read only where written.
   virtual Tensor allocate(Shape shape, DType dtype) = 0;
   // The host tensor's data on this device: the tensor itself on the CPU, a copy elsewhere.
   virtual Tensor to_device(const Tensor& host) = 0;
@@ -27,18 +28,31 @@ class Backend {
   // x f32 [rows, in], weight [out_features, in] (HF layout), bias [out_features] or undefined
   // -> out f32 [rows, out_features]
   virtual void linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& out) = 0;
+  // Fused forms that graph::compile substitutes; each equals the composition of the ops above.
+  // out = linear(x, weight, bias) + residual (residual f32 [rows, out_features])
+  virtual void linear_residual(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual,
+                               const Tensor& out) = 0;
+  // out = silu(linear(x, gate_weight, gate_bias)) * linear(x, up_weight, up_bias)
+  virtual void gated_linear(const Tensor& x, const Tensor& gate_weight, const Tensor& gate_bias,
+                            const Tensor& up_weight, const Tensor& up_bias, const Tensor& out) = 0;
+  // out = linear(rms_norm(x, norm_weight, eps), weight, bias)
+  virtual void rms_norm_linear(const Tensor& x, const Tensor& norm_weight, float eps, const Tensor& weight,
+                               const Tensor& bias, const Tensor& out) = 0;
+
   // x f32 [rows, dim], weight [dim] -> out [rows, dim]; x * rsqrt(mean(x^2) + eps) * weight, in f32
   virtual void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) = 0;
   // In place. x f32 [tokens, heads, head_dim], positions i32 [tokens]
   virtual void rope(const Tensor& x, const Tensor& positions, const RotaryEmbedding& rotary) = 0;
   // cache f32 [batch, kv_heads, max_cache_len, head_dim]; entries f32 [batch, seq, kv_heads, head_dim];
-  // positions i32 [batch, seq]: entries[b, s] goes to cache[b, :, positions[b, s]]
+  // positions i32 [batch, seq]: entries[b, s] goes to cache[b, :, positions[b, s]].
+  // A negative position marks padding (a static-shape step with fewer real tokens): skipped.
   virtual void kv_cache_write(const Tensor& cache, const Tensor& entries, const Tensor& positions) = 0;
   // Causal attention over the cache: the query at position p sees cache positions 0..p, or
   // with sliding_window W > 0 only p-W+1..p (transformers' sliding_attention layers).
   // q f32 [batch, seq, heads, head_dim]; k_cache, v_cache f32 [batch, kv_heads, max_cache_len, head_dim];
   // positions i32 [batch, seq] -> out f32 [batch, seq, heads, head_dim].
   // Query head h reads KV head h / (heads / kv_heads), as transformers' repeat_kv does.
+  // Padding queries (negative position) produce zeros.
   virtual void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& positions,
                          float scale, int64_t sliding_window, const Tensor& out) = 0;
   // out = silu(gate) * up, all f32 of one shape
@@ -47,8 +61,10 @@ class Backend {
   virtual void add(const Tensor& a, const Tensor& b, const Tensor& out) = 0;
   // rows of x f32 [rows, dim] picked by indices i32 [count] -> out [count, dim]
   virtual void gather_rows(const Tensor& x, const Tensor& indices, const Tensor& out) = 0;
-  // Copies device tensor `source` into host tensor `destination` of the same shape and dtype.
+  // Copies between tensors of the same shape and dtype: on this device, to the host, from the host.
+  virtual void copy(const Tensor& source, const Tensor& destination) = 0;
   virtual void copy_to_host(const Tensor& source, const Tensor& destination) = 0;
+  virtual void copy_from_host(const Tensor& source, const Tensor& destination) = 0;
 };
 
 // The backends this build has, and which of them can run here.

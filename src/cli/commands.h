@@ -6,5 +6,6 @@ namespace shardlm::cli {
 // Each adds its subcommand to `app`; the callback runs it.
 void add_generate_command(CLI::App& app);
 void add_devices_command(CLI::App& app);
+void add_download_command(CLI::App& app);
 
 }  // namespace shardlm::cli

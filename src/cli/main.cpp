@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   shardlm::cli::add_generate_command(app);
   shardlm::cli::add_devices_command(app);
+  shardlm::cli::add_download_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {

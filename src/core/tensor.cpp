@@ -10,16 +10,21 @@ std::string Device::to_string() const {
   return kind == DeviceKind::cpu ? std::string("cpu") : str_cat("cuda:", index);
 }
 
-Tensor Tensor::zeros(Shape shape, DType dtype) {
+Tensor Tensor::empty(Shape shape, DType dtype) {
   SHARDLM_CHECK(shape.numel() >= 0, "tensor shape ", shape.to_string(), " has a negative dimension");
   size_t bytes = static_cast<size_t>(shape.numel()) * dtype_size(dtype);
   size_t rounded = (bytes + 63) / 64 * 64;
   void* memory = rounded ? std::aligned_alloc(64, rounded) : nullptr;
   if (rounded && !memory)
     fail("out of memory allocating ", bytes, " bytes for a ", dtype_name(dtype), shape.to_string(), " tensor");
-  if (memory) std::memset(memory, 0, rounded);
   std::shared_ptr<const void> owner(memory, [](const void* p) { std::free(const_cast<void*>(p)); });
   return wrap(std::move(owner), memory, std::move(shape), dtype, /*writable=*/true);
+}
+
+Tensor Tensor::zeros(Shape shape, DType dtype) {
+  Tensor tensor = empty(std::move(shape), dtype);
+  if (tensor.nbytes()) std::memset(tensor.mutable_raw(), 0, tensor.nbytes());
+  return tensor;
 }
 
 Tensor Tensor::wrap(std::shared_ptr<const void> owner, const void* data, Shape shape, DType dtype,
@@ -68,6 +73,13 @@ Tensor Tensor::slice_rows(int64_t begin, int64_t end) const {
 Tensor Tensor::reshape(Shape shape) const {
   SHARDLM_CHECK(shape.numel() == numel(), "cannot reshape ", describe(), " to ", shape.to_string());
   return wrap(owner_, data_, std::move(shape), dtype_, writable_, device_);
+}
+
+Tensor Tensor::view_bytes(size_t byte_offset, Shape shape, DType dtype) const {
+  size_t bytes = static_cast<size_t>(shape.numel()) * dtype_size(dtype);
+  SHARDLM_CHECK(byte_offset + bytes <= nbytes(), "view of ", bytes, " bytes at offset ", byte_offset,
+                " does not fit in ", describe());
+  return wrap(owner_, static_cast<const std::byte*>(data_) + byte_offset, std::move(shape), dtype, writable_, device_);
 }
 
 Tensor Tensor::to_dtype(DType dtype) const {

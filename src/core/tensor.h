@@ -31,6 +31,9 @@ class Tensor {
 
   // New zero-filled host tensor, 64-byte aligned.
   static Tensor zeros(Shape shape, DType dtype);
+  // New host tensor with undefined contents: large ones cost no resident memory
+  // until their pages are written (KV caches, activation arenas).
+  static Tensor empty(Shape shape, DType dtype);
   // Wraps memory kept alive by `owner`. `writable` is false for mapped files.
   static Tensor wrap(std::shared_ptr<const void> owner, const void* data, Shape shape, DType dtype,
                      bool writable, Device device = {});
@@ -57,6 +60,9 @@ class Tensor {
   Tensor slice_rows(int64_t begin, int64_t end) const;
   // The same memory seen with another shape of equal element count.
   Tensor reshape(Shape shape) const;
+  // A tensor of `shape` and `dtype` starting `byte_offset` bytes into this one's memory
+  // (an arena carved into activations); it must fit.
+  Tensor view_bytes(size_t byte_offset, Shape shape, DType dtype) const;
 
   // Explicit copies.
   Tensor to_dtype(DType dtype) const;  // floating types only; returns a new host tensor

@@ -1,7 +1,8 @@
 #include "generation/generator.h"
 
 #include <algorithm>
-#include <optional>
+#include <chrono>
+#include <cstring>
 #include <random>
 
 #include "core/error.h"
@@ -19,12 +20,12 @@ std::string_view finish_reason_name(FinishReason reason) {
 }
 
 ResolvedGeneration resolve_generation(const GenerationConfig& model, const GenerationConfig& request,
-                                      int64_t prompt_length, int64_t max_position_embeddings) {
+                                      int64_t longest_prompt, int64_t max_position_embeddings) {
   auto pick = [](const auto& requested, const auto& from_model, auto fallback) {
     return requested ? *requested : from_model ? *from_model : fallback;
   };
   ResolvedGeneration resolved;
-  SHARDLM_CHECK(prompt_length > 0, "the prompt is empty: generation needs at least one token (e.g. BOS)");
+  SHARDLM_CHECK(longest_prompt > 0, "the prompt is empty: generation needs at least one token (e.g. BOS)");
   resolved.sampling.do_sample = pick(request.do_sample, model.do_sample, false);
   resolved.sampling.temperature = pick(request.temperature, model.temperature, 1.0f);
   resolved.sampling.top_k = pick(request.top_k, model.top_k, int64_t{50});
@@ -34,23 +35,28 @@ ResolvedGeneration resolve_generation(const GenerationConfig& model, const Gener
   resolved.eos_token_id = pick(request.eos_token_id, model.eos_token_id, std::vector<int64_t>{});
   resolved.stop_strings = request.stop_strings.empty() ? model.stop_strings : request.stop_strings;
   resolved.seed = request.seed ? *request.seed : std::random_device{}();
+  resolved.compile = !pick(request.disable_compile, model.disable_compile, false);
+  resolved.prefill_chunk_size = pick(request.prefill_chunk_size, model.prefill_chunk_size, int64_t{128});
+  SHARDLM_CHECK(resolved.prefill_chunk_size > 0, "prefill_chunk_size must be positive, got ",
+                resolved.prefill_chunk_size);
 
   if (request.max_new_tokens || (!request.max_length && model.max_new_tokens)) {
     resolved.max_new_tokens = pick(request.max_new_tokens, model.max_new_tokens, int64_t{0});
   } else {
     const int64_t max_length = pick(request.max_length, model.max_length, int64_t{20});
-    resolved.max_new_tokens = max_length - prompt_length;
-    SHARDLM_CHECK(resolved.max_new_tokens > 0, "the prompt has ", prompt_length, " tokens and max_length is ",
+    resolved.max_new_tokens = max_length - longest_prompt;
+    SHARDLM_CHECK(resolved.max_new_tokens > 0, "the prompt has ", longest_prompt, " tokens and max_length is ",
                   max_length, ": nothing left to generate; set max_new_tokens");
   }
   SHARDLM_CHECK(resolved.max_new_tokens > 0, "max_new_tokens must be positive, got ", resolved.max_new_tokens);
-  const int64_t needed = prompt_length + resolved.max_new_tokens;
-  SHARDLM_CHECK(needed <= max_position_embeddings, "the prompt (", prompt_length, " tokens) plus max_new_tokens (",
+  const int64_t needed = longest_prompt + resolved.max_new_tokens;
+  SHARDLM_CHECK(needed <= max_position_embeddings, "the prompt (", longest_prompt, " tokens) plus max_new_tokens (",
                 resolved.max_new_tokens, ") is ", needed, " positions, beyond the model's max_position_embeddings (",
                 max_position_embeddings, "): shorten the prompt or lower max_new_tokens");
-  resolved.max_cache_len = request.max_cache_len.value_or(needed);
-  SHARDLM_CHECK(resolved.max_cache_len >= needed, "max_cache_len ", resolved.max_cache_len, " cannot hold the prompt (",
-                prompt_length, " tokens) plus max_new_tokens (", resolved.max_new_tokens, "): raise it to ", needed);
+  resolved.max_cache_len = request.max_cache_len;
+  SHARDLM_CHECK(!request.max_cache_len || *request.max_cache_len >= needed, "max_cache_len ",
+                request.max_cache_len.value_or(0), " cannot hold the prompt (", longest_prompt,
+                " tokens) plus max_new_tokens (", resolved.max_new_tokens, "): raise it to ", needed);
   const std::string implementation = request.cache_implementation.value_or("static");
   SHARDLM_CHECK(implementation == "static", "cache_implementation '", implementation,
                 "' is not supported: shardlm uses a static cache (\"static\")");
@@ -69,89 +75,256 @@ bool completes_stop_string(const std::string& text, size_t previous_length, cons
   return false;
 }
 
+// Like llama.cpp's default context: one cache (so one set of executables) serves every
+// request up to this length. Its pages cost memory only once written.
+constexpr int64_t default_max_cache_len = 4096;
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// What one row of a batched generation carries between steps.
+struct RowState {
+  std::vector<int64_t> history;  // prompt + generated
+  size_t prompt_length = 0;
+  TokenSelector selector;
+  std::unique_ptr<tokenizer::IncrementalDecoder> decoder;
+  std::string text;  // generated text so far (for stop strings)
+  GenerationResult result;
+  bool finished = false;
+};
+
 }  // namespace
 
 Generator::Generator(const models::CausalLM& model, backends::Backend& backend, GenerationConfig model_defaults)
     : model_(model), backend_(backend), model_defaults_(std::move(model_defaults)) {}
 
-void Generator::prepare_cache(int64_t max_cache_len) {
-  if (cache_.batch == 1 && cache_.max_cache_len == max_cache_len) return;
-  cache_ = {};  // release the old cache before allocating the new one
-  cache_ = model_.allocate_cache(backend_, 1, max_cache_len);
+size_t Generator::arena_bytes() const {
+  size_t total = 0;
+  compiled_.for_each([&](const graph::CompileKey&, const StepSlot& slot) { total += slot.executable->arena_bytes(); });
+  return total;
+}
+
+void Generator::prepare_cache(int64_t batch, int64_t max_cache_len) {
+  if (cache_.batch == batch && cache_.max_cache_len == max_cache_len) return;
+  // Executables bind the cache's tensors: they go with it.
+  compiled_.clear();
+  eager_slots_.clear();
+  cache_ = {};
+  cache_ = model_.allocate_cache(backend_, batch, max_cache_len);
+}
+
+graph::CompileKey Generator::key_for(const char* phase, int64_t batch, int64_t tokens, int64_t logit_rows) const {
+  return {.phase = phase,
+          .batch = batch,
+          .tokens_per_step = tokens,
+          .logit_rows = logit_rows,
+          .max_cache_len = cache_.max_cache_len,
+          .dtype = DType::f32,
+          .device = backend_.device()};
+}
+
+Generator::StepSlot Generator::make_slot(const graph::CompileKey& key) const {
+  StepSlot slot;
+  slot.host_ids = Tensor::zeros({key.batch, key.tokens_per_step}, DType::i32);
+  slot.host_positions = Tensor::zeros({key.batch, key.tokens_per_step}, DType::i32);
+  slot.host_rows = Tensor::zeros({key.logit_rows}, DType::i32);
+  slot.host_logits = Tensor::zeros({key.logit_rows, model_.config().vocab_size}, DType::f32);
+  slot.ids = backend_.to_device(slot.host_ids);
+  slot.positions = backend_.to_device(slot.host_positions);
+  slot.rows = backend_.to_device(slot.host_rows);
+  return slot;
+}
+
+Generator::StepSlot& Generator::slot(const char* phase, int64_t batch, int64_t tokens, int64_t logit_rows) {
+  const graph::CompileKey key = key_for(phase, batch, tokens, logit_rows);
+  if (!execution_.compile) {
+    auto found = eager_slots_.find(key);
+    if (found == eager_slots_.end()) found = eager_slots_.emplace(key, make_slot(key)).first;
+    return found->second;
+  }
+  return compiled_.get(key, [&] {
+    StepSlot slot = make_slot(key);
+    graph::Builder builder(backend_, graph::BuildMode::record);
+    slot.logits = model_.forward(builder, {slot.ids, slot.positions, slot.rows}, cache_);
+    slot.executable = graph::compile(builder.take_graph(), slot.logits, backend_, {});
+    return slot;
+  });
+}
+
+const Tensor& Generator::run(StepSlot& slot) {
+  backend_.copy_from_host(slot.host_ids, slot.ids);
+  backend_.copy_from_host(slot.host_positions, slot.positions);
+  backend_.copy_from_host(slot.host_rows, slot.rows);
+  if (slot.executable) {
+    slot.executable->run(backend_);
+    backend_.copy_to_host(slot.executable->tensor(slot.logits), slot.host_logits);
+  } else {
+    graph::Builder builder(backend_, graph::BuildMode::eager);
+    graph::Value logits = model_.forward(builder, {slot.ids, slot.positions, slot.rows}, cache_);
+    backend_.copy_to_host(builder.tensor(logits), slot.host_logits);
+  }
+  return slot.host_logits;
 }
 
 Tensor Generator::forward(std::span<const int64_t> ids, int64_t start_position, bool all_positions) {
-  const int64_t count = static_cast<int64_t>(ids.size());
-  SHARDLM_CHECK(start_position + count <= cache_.max_cache_len, "positions up to ", start_position + count,
-                " do not fit the KV cache of ", cache_.max_cache_len);
-  const int64_t vocab = model_.config().vocab_size;
-  Tensor input_ids = Tensor::zeros({1, count}, DType::i32);
-  Tensor positions = Tensor::zeros({1, count}, DType::i32);
-  for (int64_t i = 0; i < count; ++i) {
-    SHARDLM_CHECK(ids[i] >= 0 && ids[i] < vocab, "token id ", ids[i], " is outside the vocabulary [0, ", vocab, ")");
-    input_ids.mutable_data<int32_t>()[i] = static_cast<int32_t>(ids[i]);
-    positions.mutable_data<int32_t>()[i] = static_cast<int32_t>(start_position + i);
+  const int64_t count = static_cast<int64_t>(ids.size()), vocab = model_.config().vocab_size;
+  SHARDLM_CHECK(count > 0 && start_position + count <= cache_.max_cache_len && cache_.batch == 1, "positions up to ",
+                start_position + count, " do not fit the batch-1 KV cache of ", cache_.max_cache_len);
+  for (int64_t id : ids)
+    SHARDLM_CHECK(id >= 0 && id < vocab, "token id ", id, " is outside the vocabulary [0, ", vocab, ")");
+  const bool decode = count == 1 && !all_positions;
+  const int64_t chunk = decode ? 1 : execution_.prefill_chunk_size;
+  StepSlot& step = slot(decode ? "decode" : "prefill", 1, chunk, all_positions ? chunk : 1);
+  Tensor logits = Tensor::zeros({all_positions ? count : 1, vocab}, DType::f32);
+  for (int64_t begin = 0; begin < count; begin += chunk) {
+    const int64_t real = std::min(chunk, count - begin);
+    for (int64_t j = 0; j < chunk; ++j) {
+      step.host_ids.mutable_data<int32_t>()[j] = j < real ? static_cast<int32_t>(ids[begin + j]) : 0;
+      step.host_positions.mutable_data<int32_t>()[j] = j < real ? static_cast<int32_t>(start_position + begin + j) : -1;
+    }
+    for (int64_t r = 0; r < step.host_rows.numel(); ++r)
+      step.host_rows.mutable_data<int32_t>()[r] = static_cast<int32_t>(all_positions ? r : real - 1);
+    const Tensor& chunk_logits = run(step);
+    if (all_positions) {
+      std::memcpy(logits.mutable_data<float>() + begin * vocab, chunk_logits.data<float>(), real * vocab * sizeof(float));
+    } else if (begin + chunk >= count) {
+      std::memcpy(logits.mutable_data<float>(), chunk_logits.data<float>(), vocab * sizeof(float));
+    }
   }
-  models::ForwardInputs inputs{input_ids, positions, {}};
-  if (!all_positions) {
-    inputs.logit_rows = Tensor::zeros({1}, DType::i32);
-    inputs.logit_rows.mutable_data<int32_t>()[0] = static_cast<int32_t>(count - 1);
-  }
-  graph::Builder builder(backend_);
-  graph::Value logits = model_.forward(builder, inputs, cache_);
-  const Tensor& device_logits = builder.tensor(logits);
-  Tensor host_logits = Tensor::zeros(device_logits.shape(), DType::f32);
-  backend_.copy_to_host(device_logits, host_logits);
-  return host_logits;
+  return logits;
 }
 
-GenerationResult Generator::generate(std::span<const int64_t> prompt, const GenerationConfig& request,
-                                     const TokenCallback& on_token, const tokenizer::Tokenizer* text_tokenizer) {
-  const int64_t prompt_length = static_cast<int64_t>(prompt.size());
-  ResolvedGeneration settings =
-      resolve_generation(model_defaults_, request, prompt_length, model_.config().max_position_embeddings);
-  SHARDLM_CHECK(settings.stop_strings.empty() || text_tokenizer, "stop strings need a tokenizer");
-  prepare_cache(settings.max_cache_len);
+std::vector<std::vector<float>> Generator::prefill(const std::vector<std::vector<int64_t>>& prompts) {
+  const int64_t batch = static_cast<int64_t>(prompts.size()), chunk = execution_.prefill_chunk_size;
+  const int64_t vocab = model_.config().vocab_size;
+  int64_t longest = 0;
+  for (const auto& prompt : prompts) longest = std::max<int64_t>(longest, static_cast<int64_t>(prompt.size()));
+  StepSlot& step = slot("prefill", batch, chunk, batch);
+  std::vector<std::vector<float>> last_logits(batch);
+  for (int64_t begin = 0; begin < longest; begin += chunk) {
+    for (int64_t b = 0; b < batch; ++b) {
+      const int64_t length = static_cast<int64_t>(prompts[b].size());
+      for (int64_t j = 0; j < chunk; ++j) {
+        const bool real = begin + j < length;  // rows past their prompt are padding: position -1
+        step.host_ids.mutable_data<int32_t>()[b * chunk + j] = real ? static_cast<int32_t>(prompts[b][begin + j]) : 0;
+        step.host_positions.mutable_data<int32_t>()[b * chunk + j] = real ? static_cast<int32_t>(begin + j) : -1;
+      }
+      step.host_rows.mutable_data<int32_t>()[b] =
+          static_cast<int32_t>(b * chunk + std::clamp<int64_t>(length - 1 - begin, 0, chunk - 1));
+    }
+    const Tensor& logits = run(step);
+    for (int64_t b = 0; b < batch; ++b) {
+      const int64_t last = static_cast<int64_t>(prompts[b].size()) - 1;
+      if (last >= begin && last < begin + chunk)
+        last_logits[b].assign(logits.data<float>() + b * vocab, logits.data<float>() + (b + 1) * vocab);
+    }
+  }
+  return last_logits;
+}
 
-  TokenSelector selector(settings.sampling, settings.seed);
-  std::vector<int64_t> history(prompt.begin(), prompt.end());
-  history.reserve(history.size() + settings.max_new_tokens);
-  std::unique_ptr<tokenizer::IncrementalDecoder> decoder;
-  std::string generated_text;
-  if (text_tokenizer) {
-    decoder = std::make_unique<tokenizer::IncrementalDecoder>(*text_tokenizer, /*skip_special_tokens=*/true);
-    // The prompt primes the decoder, so the first new token gets its leading space right.
-    for (int64_t id : prompt) decoder->push(static_cast<int32_t>(id));
+std::vector<GenerationResult> Generator::generate(const std::vector<std::vector<int64_t>>& prompts,
+                                                  const GenerationConfig& request, const TokenCallback& on_token,
+                                                  const tokenizer::Tokenizer* text_tokenizer) {
+  SHARDLM_CHECK(!prompts.empty(), "generate: no prompts given");
+  const int64_t vocab = model_.config().vocab_size;
+  int64_t longest = 0;
+  for (const auto& prompt : prompts) {
+    SHARDLM_CHECK(!prompt.empty(), "the prompt is empty: generation needs at least one token (e.g. BOS)");
+    for (int64_t id : prompt)
+      SHARDLM_CHECK(id >= 0 && id < vocab, "token id ", id, " is outside the vocabulary [0, ", vocab, ")");
+    longest = std::max<int64_t>(longest, static_cast<int64_t>(prompt.size()));
+  }
+  const ResolvedGeneration settings =
+      resolve_generation(model_defaults_, request, longest, model_.config().max_position_embeddings);
+  SHARDLM_CHECK(settings.stop_strings.empty() || text_tokenizer, "stop strings need a tokenizer");
+  set_execution({settings.compile, settings.prefill_chunk_size});
+
+  const int64_t batch = static_cast<int64_t>(prompts.size());
+  const int64_t needed = longest + settings.max_new_tokens;
+  if (settings.max_cache_len) {
+    prepare_cache(batch, *settings.max_cache_len);
+  } else if (cache_.batch != batch || cache_.max_cache_len < needed) {
+    prepare_cache(batch, std::max(needed, std::min(model_.config().max_position_embeddings, default_max_cache_len)));
   }
 
-  GenerationResult result;
-  Tensor logits = forward(prompt, 0, /*all_positions=*/false);
-  for (int64_t step = 0; step < settings.max_new_tokens; ++step) {
-    if (step > 0) logits = forward(std::span(&history.back(), 1), prompt_length + step - 1, false);
-    const int64_t token = selector.select(std::span(logits.mutable_data<float>(), logits.numel()), history);
-    history.push_back(token);
-    result.generated.push_back(token);
+  const int64_t compiles_before = compiles();
+  stats_ = {};
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<RowState> rows;
+  rows.reserve(prompts.size());
+  for (const auto& prompt : prompts) {
+    RowState& row = rows.emplace_back(RowState{.history = prompt,
+                                               .prompt_length = prompt.size(),
+                                               .selector = TokenSelector(settings.sampling, settings.seed)});
+    row.history.reserve(prompt.size() + settings.max_new_tokens);
+    row.result.generated.reserve(settings.max_new_tokens);
+    if (text_tokenizer) {
+      row.decoder = std::make_unique<tokenizer::IncrementalDecoder>(*text_tokenizer, /*skip_special_tokens=*/true);
+      // The prompt primes the decoder, so the first new token gets its leading space right.
+      for (int64_t id : prompt) row.decoder->push(static_cast<int32_t>(id));
+    }
+  }
 
-    std::string text = decoder ? decoder->push(static_cast<int32_t>(token)) : std::string();
-    const size_t previous_length = generated_text.size();
-    generated_text += text;
-
+  // Selects each unfinished row's next token from its logits and reports it.
+  auto advance = [&](size_t r, std::span<float> logits, int64_t step) {
+    RowState& row = rows[r];
+    const int64_t token = row.selector.select(logits, row.history);
+    row.history.push_back(token);
+    row.result.generated.push_back(token);
+    std::string text = row.decoder ? row.decoder->push(static_cast<int32_t>(token)) : std::string();
+    const size_t previous_length = row.text.size();
+    row.text += text;
     std::optional<FinishReason> finish;
     if (std::find(settings.eos_token_id.begin(), settings.eos_token_id.end(), token) != settings.eos_token_id.end()) {
       finish = FinishReason::eos;
-    } else if (completes_stop_string(generated_text, previous_length, settings.stop_strings)) {
+    } else if (completes_stop_string(row.text, previous_length, settings.stop_strings)) {
       finish = FinishReason::stop_string;
     } else if (step + 1 == settings.max_new_tokens) {
       finish = FinishReason::length;
     }
-    if (finish && decoder) text += decoder->flush();
-    if (on_token) on_token(token, text);
+    if (finish && row.decoder) text += row.decoder->flush();
+    if (on_token) on_token(r, token, text);
     if (finish) {
-      result.finish_reason = *finish;
-      break;
+      row.result.finish_reason = *finish;
+      row.finished = true;
+    }
+  };
+
+  std::vector<std::vector<float>> first_logits = prefill(prompts);
+  stats_.prefill_s = seconds_since(start);
+  for (const auto& prompt : prompts) stats_.prefill_tokens += static_cast<int64_t>(prompt.size());
+  for (size_t r = 0; r < rows.size(); ++r) advance(r, first_logits[r], 0);
+  stats_.time_to_first_token_s = seconds_since(start);
+
+  const auto decode_start = std::chrono::steady_clock::now();
+  StepSlot* step = nullptr;
+  for (int64_t step_index = 1; step_index < settings.max_new_tokens; ++step_index) {
+    bool any_running = false;
+    for (const RowState& row : rows) any_running |= !row.finished;
+    if (!any_running) break;
+    if (!step) step = &slot("decode", batch, 1, batch);
+    for (int64_t b = 0; b < batch; ++b) {
+      const RowState& row = rows[b];
+      // Finished rows ride along as padding (position -1): no cache writes, no attention work.
+      step->host_ids.mutable_data<int32_t>()[b] = row.finished ? 0 : static_cast<int32_t>(row.history.back());
+      step->host_positions.mutable_data<int32_t>()[b] =
+          row.finished ? -1 : static_cast<int32_t>(row.history.size() - 1);
+      step->host_rows.mutable_data<int32_t>()[b] = static_cast<int32_t>(b);
+    }
+    const Tensor& logits = run(*step);
+    for (int64_t b = 0; b < batch; ++b) {
+      if (rows[b].finished) continue;
+      advance(static_cast<size_t>(b), std::span(logits.mutable_data<float>() + b * vocab, vocab), step_index);
+      ++stats_.decode_tokens;
     }
   }
-  return result;
+  stats_.decode_s = seconds_since(decode_start);
+  stats_.compiles = compiles() - compiles_before;
+
+  std::vector<GenerationResult> results;
+  for (RowState& row : rows) results.push_back(std::move(row.result));
+  return results;
 }
 
 }  // namespace shardlm::generation

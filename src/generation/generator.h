@@ -1,10 +1,14 @@
 #pragma once
-// The generate loop: prefill the prompt into the static cache, then one decode
-// step per token. The growing sequence stays on the host, as in transformers;
-// only fixed-shape tensors (ids, positions) go to the device each step.
+// The generate loop over a static KV cache. Prompts are prefilled in fixed-size
+// chunks and decoded one token per row per step, so a whole generation runs on
+// two compiled executables (one prefill chunk, one decode step) whatever the
+// prompt lengths. The growing sequences stay on the host, as in transformers;
+// only fixed-shape tensors (ids, positions, logit rows) go to the device.
 
 #include <functional>
+#include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -14,6 +18,8 @@
 
 #include "backends/backend.h"
 #include "generation/sampling.h"
+#include "graph/compile.h"
+#include "graph/compile_cache.h"
 #include "models/causal_lm.h"
 #include "tokenizer/tokenizer.h"
 
@@ -29,42 +35,89 @@ struct GenerationResult {
 
 // Called once per generated token with the text it completes (may be empty while a
 // UTF-8 character or a strippable space is pending; empty without a tokenizer).
-using TokenCallback = std::function<void(int64_t token, std::string_view text)>;
+using TokenCallback = std::function<void(size_t row, int64_t token, std::string_view text)>;
 
 // Every setting generate() uses, after the caller's over the model's over transformers' defaults.
 struct ResolvedGeneration {
   SamplingSettings sampling;
   int64_t max_new_tokens = 0;
-  int64_t max_cache_len = 0;
+  std::optional<int64_t> max_cache_len;  // as requested; unset: chosen by the generator
   uint64_t seed = 0;
   std::vector<int64_t> eos_token_id;
   std::vector<std::string> stop_strings;
+  bool compile = true;
+  int64_t prefill_chunk_size = 128;
 };
 ResolvedGeneration resolve_generation(const GenerationConfig& model_defaults, const GenerationConfig& request,
-                                      int64_t prompt_length, int64_t max_position_embeddings);
+                                      int64_t longest_prompt, int64_t max_position_embeddings);
+
+// How one generate() call went.
+struct GenerationStats {
+  int64_t compiles = 0;  // executables compiled during the call
+  double time_to_first_token_s = 0;
+  int64_t prefill_tokens = 0;
+  double prefill_s = 0;
+  int64_t decode_tokens = 0;
+  double decode_s = 0;
+};
+
+struct ExecutionOptions {
+  bool compile = true;
+  int64_t prefill_chunk_size = 128;
+};
 
 class Generator {
  public:
   Generator(const models::CausalLM& model, backends::Backend& backend, GenerationConfig model_defaults);
 
-  // `text_tokenizer` may be null: then no streamed text and no stop strings.
-  GenerationResult generate(std::span<const int64_t> prompt, const GenerationConfig& request,
-                            const TokenCallback& on_token = {}, const tokenizer::Tokenizer* text_tokenizer = nullptr);
+  // One result per prompt (prompts may differ in length); each row's result equals
+  // that prompt generated alone. `text_tokenizer` may be null: then no streamed text
+  // and no stop strings.
+  std::vector<GenerationResult> generate(const std::vector<std::vector<int64_t>>& prompts,
+                                         const GenerationConfig& request, const TokenCallback& on_token = {},
+                                         const tokenizer::Tokenizer* text_tokenizer = nullptr);
 
-  // Runs the model on `ids` at positions start..start+n-1 of a batch-1 cache and returns
-  // host logits f32 [n, vocab] (all_positions) or [1, vocab] (last position only).
+  // Logits of one sequence fed at positions start..start+n-1 of a batch-1 cache:
+  // host f32 [n, vocab] (all_positions) or [1, vocab]. Uses the execution options set last.
   Tensor forward(std::span<const int64_t> ids, int64_t start_position, bool all_positions);
-  // Makes sure the cache holds max_cache_len positions for batch 1, reusing it when it does.
-  void prepare_cache(int64_t max_cache_len);
+  // Makes the cache hold max_cache_len positions for `batch` rows, reusing it when it does.
+  void prepare_cache(int64_t batch, int64_t max_cache_len);
+  void set_execution(const ExecutionOptions& options) { execution_ = options; }
 
   const GenerationConfig& model_defaults() const { return model_defaults_; }
+  int64_t compiles() const { return compiled_.compiles(); }
   size_t cache_bytes() const { return cache_.bytes(); }
+  int64_t max_cache_len() const { return cache_.max_cache_len; }
+  // Activation arena bytes of every cached executable.
+  size_t arena_bytes() const;
+  const GenerationStats& last_stats() const { return stats_; }
 
  private:
+  // Fixed-shape buffers of one step shape, reused across calls.
+  struct StepSlot {
+    Tensor host_ids, host_positions, host_rows;  // i32 [batch, tokens], [batch, tokens], [logit_rows]
+    Tensor ids, positions, rows;                 // the same on the device
+    Tensor host_logits;                          // f32 [logit_rows, vocab]
+    std::optional<graph::Executable> executable;
+    graph::Value logits;
+  };
+  graph::CompileKey key_for(const char* phase, int64_t batch, int64_t tokens, int64_t logit_rows) const;
+  StepSlot make_slot(const graph::CompileKey& key) const;
+  // The slot for a step shape: compiled (and cached) or eager.
+  StepSlot& slot(const char* phase, int64_t batch, int64_t tokens, int64_t logit_rows);
+  // Runs the step whose inputs the caller wrote into `slot`; returns host logits.
+  const Tensor& run(StepSlot& slot);
+  // Prefills every row in chunks; returns each row's last-position logits [vocab].
+  std::vector<std::vector<float>> prefill(const std::vector<std::vector<int64_t>>& prompts);
+
   const models::CausalLM& model_;
   backends::Backend& backend_;
   GenerationConfig model_defaults_;
+  ExecutionOptions execution_;
   models::StaticCache cache_;
+  graph::CompileCache<StepSlot> compiled_;
+  std::map<graph::CompileKey, StepSlot> eager_slots_;
+  GenerationStats stats_;
 };
 
 }  // namespace shardlm::generation

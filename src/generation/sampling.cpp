@@ -47,7 +47,9 @@ void apply_top_p(std::span<float> logits, float top_p, std::vector<int64_t>& scr
   // <= 1 - top_p, and always keeps the most likely token.
   scratch.resize(logits.size());
   std::iota(scratch.begin(), scratch.end(), 0);
-  std::stable_sort(scratch.begin(), scratch.end(), [&](int64_t a, int64_t b) { return logits[a] < logits[b]; });
+  // Ties ordered by id: deterministic like a stable sort, without its temporary buffer.
+  std::sort(scratch.begin(), scratch.end(),
+            [&](int64_t a, int64_t b) { return logits[a] < logits[b] || (logits[a] == logits[b] && a < b); });
   const float maximum = logits[scratch.back()];
   double total = 0;
   for (float value : logits) total += value == removed ? 0.0 : std::exp(static_cast<double>(value - maximum));

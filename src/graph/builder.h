@@ -1,9 +1,9 @@
 #pragma once
 // graph::Builder is the only API model code uses to compute. A model's forward is
 // written once against it, on symbolic Values with static shapes; the builder
-// checks shapes as ops are recorded and, in this eager implementation, runs each
-// op on the backend at once. Compilation (memory planning, fusion, caching of
-// executables per shape) slots in behind the same calls.
+// checks shapes as ops are recorded. In eager mode it also runs each op at once
+// (the reference path, `disable_compile`); in record mode it only records, and
+// graph::compile turns the recording into an Executable.
 
 #include <cstdint>
 #include <string>
@@ -11,24 +11,27 @@
 
 #include "backends/backend.h"
 #include "core/tensor.h"
+#include "graph/graph.h"
 
 namespace shardlm::graph {
 
-// A handle to one tensor of the graph being built.
+// A handle to one value of the graph being built.
 struct Value {
   int32_t index = -1;
   bool defined() const { return index >= 0; }
 };
 
+enum class BuildMode { eager, record };
+
 class Builder {
  public:
-  explicit Builder(backends::Backend& backend) : backend_(backend) {}
+  Builder(backends::Backend& backend, BuildMode mode) : backend_(backend), mode_(mode) {}
 
-  // Binds an existing tensor (inputs, weights, cache): used in place, never copied.
+  // Binds an existing tensor (step inputs, weights, cache): used in place, never copied.
   Value bind(const Tensor& tensor);
-  const Shape& shape(Value value) const { return tensors_.at(value.index).shape(); }
-  // The tensor behind a value (valid once the graph has run; eager: at once).
-  const Tensor& tensor(Value value) const { return tensors_.at(value.index); }
+  const Shape& shape(Value value) const { return graph_.values.at(value.index).shape; }
+  // Eager mode: the tensor behind a value, computed already.
+  const Tensor& tensor(Value value) const;
 
   // table [vocab, hidden], ids i32 [tokens] -> [tokens, hidden]
   Value embedding(Value table, Value ids);
@@ -38,7 +41,7 @@ class Builder {
   Value rms_norm(Value x, Value weight, double eps);
   // The same elements seen with another shape.
   Value reshape(Value x, Shape shape);
-  // x [tokens, heads, head_dim], positions i32 [tokens] -> rotated copy of x
+  // x [tokens, heads, head_dim], positions i32 [tokens] -> x rotated
   Value rope(Value x, Value positions, const backends::RotaryEmbedding& rotary);
   // cache [batch, kv_heads, max_cache_len, head_dim] <- entries [batch, seq, kv_heads, head_dim]
   void kv_cache_write(Value cache, Value entries, Value positions);
@@ -50,12 +53,17 @@ class Builder {
   // x [rows, dim], indices i32 [count] -> [count, dim]
   Value gather_rows(Value x, Value indices);
 
+  // Record mode: hands over the recording.
+  Graph take_graph() { return std::move(graph_); }
+
  private:
-  Value output(Shape shape);
+  Value record(Node node, Shape output_shape);
   [[noreturn]] void shape_error(const char* op, const std::string& detail) const;
 
   backends::Backend& backend_;
-  std::vector<Tensor> tensors_;
+  BuildMode mode_;
+  Graph graph_;
+  std::vector<Tensor> eager_tensors_;  // eager mode: value index -> tensor, for execute_node
 };
 
 }  // namespace shardlm::graph

@@ -27,6 +27,8 @@ class ModelFiles {
   static ModelFiles embedded(std::string name, std::map<std::string, std::span<const std::byte>> files);
 
   const std::string& location() const { return location_; }
+  // Embedded files have no directory on disk to hand to another from_pretrained call.
+  bool is_embedded() const { return is_embedded_; }
   // Where a file of this checkpoint is, for messages: "dir/config.json".
   std::string path_of(const std::string& filename) const;
   bool exists(const std::string& filename) const;

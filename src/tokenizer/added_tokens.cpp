@@ -177,9 +177,10 @@ void AddedVocabulary::load(const Json& added_tokens, const JsonPath& where,
   normalized_.build(normalized_patterns, std::move(normalized_tokens));
 }
 
-const std::string* AddedVocabulary::id_to_token(int32_t id) const {
+std::optional<std::string_view> AddedVocabulary::id_to_token(int32_t id) const {
   auto it = by_id_.find(id);
-  return it == by_id_.end() ? nullptr : &tokens_[it->second].content;
+  if (it == by_id_.end()) return std::nullopt;
+  return std::string_view(tokens_[it->second].content);
 }
 
 bool AddedVocabulary::is_special_id(int32_t id) const {

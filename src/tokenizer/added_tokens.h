@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -62,7 +63,7 @@ class AddedVocabulary {
   const AddedTokenMatcher& raw_matcher() const { return raw_; }
   const AddedTokenMatcher& normalized_matcher() const { return normalized_; }
   const std::vector<AddedToken>& tokens() const { return tokens_; }
-  const std::string* id_to_token(int32_t id) const;
+  std::optional<std::string_view> id_to_token(int32_t id) const;
   const int32_t* token_to_id(std::string_view content) const { return find_token(by_content_, content); }
   bool is_special_id(int32_t id) const;
   int32_t max_id() const { return max_id_; }

@@ -10,6 +10,8 @@
 
 #include "core/error.h"
 #include "tokenizer/components.h"
+#include "tokenizer/json_scan.h"
+#include "tokenizer/tokenizer_impl.h"
 #include "tokenizer/utf8.h"
 #include "tokenizer/vocab.h"
 
@@ -22,21 +24,23 @@ constexpr uint32_t kNoMerge = ~uint32_t{0};
 constexpr uint32_t kCharTableSize = 0x3000;
 // Words up to this many symbols merge by rescanning a flat array; longer ones use a heap.
 constexpr size_t kLinearMergeLimit = 96;
+// The word cache stops growing at this many entries or bytes of words and ids.
 constexpr size_t kCacheCapacity = 200000;
-constexpr size_t kCacheMaxWordBytes = 256;
+constexpr size_t kCacheMaxBytes = size_t{64} << 20;
+constexpr size_t kCacheMaxWordBytes = 4096;
 
 class BpeModel final : public Model {
  public:
-  BpeModel(const Json& json, const JsonPath& where);
+  BpeModel(const Json& json, ModelTables tables, const JsonPath& where);
 
   void tokenize(std::string_view piece, std::vector<int32_t>& ids) const override;
   std::optional<int32_t> token_to_id(std::string_view token) const override {
     if (const int32_t* id = find_token(vocab_, token)) return *id;
     return std::nullopt;
   }
-  const std::string* id_to_token(int32_t id) const override {
-    if (id < 0 || static_cast<size_t>(id) >= tokens_.size() || !has_token_[id]) return nullptr;
-    return &tokens_[id];
+  std::optional<std::string_view> id_to_token(int32_t id) const override {
+    if (id < 0 || static_cast<size_t>(id) >= tokens_.size() || tokens_[id].data() == nullptr) return std::nullopt;
+    return tokens_[id];
   }
   int64_t vocab_size() const override { return static_cast<int64_t>(tokens_.size()); }
 
@@ -46,8 +50,7 @@ class BpeModel final : public Model {
   void merge_heap(std::vector<int32_t>& symbols) const;
 
   TokenMap vocab_;
-  std::vector<std::string> tokens_;
-  std::vector<bool> has_token_;
+  std::vector<std::string_view> tokens_;  // by id: views of vocab_'s keys (null data: no token)
   PairMap merges_;
   std::vector<int32_t> char_ids_;  // by codepoint, -1 when not a token
   std::array<int32_t, 256> byte_ids_{};
@@ -60,10 +63,10 @@ class BpeModel final : public Model {
   std::string suffix_;  // end_of_word_suffix
 
   mutable std::shared_mutex cache_mutex_;
-  mutable std::unordered_map<std::string, std::vector<int32_t>, StringHash, std::equal_to<>> cache_;
+  mutable WordCache cache_;
 };
 
-BpeModel::BpeModel(const Json& json, const JsonPath& where) {
+BpeModel::BpeModel(const Json& json, ModelTables tables, const JsonPath& where) {
   if (json.contains("dropout") && !json["dropout"].is_null()) {
     double dropout = json["dropout"].is_number() ? json["dropout"].get<double>() : -1;
     if (dropout != 0.0) where.child("dropout").fail("BPE dropout is random; it is not supported");
@@ -75,25 +78,9 @@ BpeModel::BpeModel(const Json& json, const JsonPath& where) {
   suffix_ = get_string_or(json, "end_of_word_suffix", "", where);
   unk_token_ = get_string_or(json, "unk_token", "", where);
 
-  const Json& vocab = require(json, "vocab", where);
-  if (!vocab.is_object()) where.child("vocab").fail("expected an object of token -> id");
-  vocab_.reserve(vocab.size());
-  int32_t max_id = -1;
-  for (auto it = vocab.begin(); it != vocab.end(); ++it) {
-    if (!it.value().is_number_integer() || it.value().get<int64_t>() < 0 ||
-        it.value().get<int64_t>() > INT32_MAX) {
-      where.child("vocab").fail(str_cat("token \"", it.key(), "\" has an invalid id"));
-    }
-    int32_t id = it.value().get<int32_t>();
-    vocab_.emplace(it.key(), id);
-    max_id = std::max(max_id, id);
-  }
-  tokens_.assign(static_cast<size_t>(max_id + 1), std::string());
-  has_token_.assign(tokens_.size(), false);
-  for (const auto& [token, id] : vocab_) {
-    tokens_[id] = token;
-    has_token_[id] = true;
-  }
+  int32_t max_id = fill_vocab(std::move(tables.vocab), vocab_, where.child("vocab"));
+  tokens_.assign(static_cast<size_t>(max_id + 1), std::string_view());
+  vocab_.for_each([&](std::string_view token, int32_t id) { tokens_[id] = token; });
 
   if (!unk_token_.empty()) {
     // The library only looks the unk token up when it needs it; a missing one fails then.
@@ -106,34 +93,24 @@ BpeModel::BpeModel(const Json& json, const JsonPath& where) {
     byte_ids_[b] = id ? *id : -1;
   }
   char_ids_.assign(kCharTableSize, -1);
+  std::string s;
   for (uint32_t c = 0; c < kCharTableSize; ++c) {
-    std::string s;
+    s.clear();
     utf8::append(s, c);
     if (const int32_t* id = find_token(vocab_, s)) char_ids_[c] = *id;
   }
 
-  const Json& merges = require(json, "merges", where);
-  if (!merges.is_array()) where.child("merges").fail("expected an array");
-  merges_.reserve(merges.size());
   JsonPath merges_path = where.child("merges");
-  for (size_t rank = 0; rank < merges.size(); ++rank) {
-    const Json& merge = merges[rank];
-    std::string_view left, right;
-    std::string line;
-    if (merge.is_string()) {
-      line = merge.get<std::string>();
-      size_t space = line.find(' ');
-      if (space == std::string::npos || line.find(' ', space + 1) != std::string::npos) {
-        merges_path.index(rank).fail(str_cat("merge \"", line, "\" is not two tokens separated by one space"));
-      }
-      left = std::string_view(line).substr(0, space);
-      right = std::string_view(line).substr(space + 1);
-    } else if (merge.is_array() && merge.size() == 2 && merge[0].is_string() && merge[1].is_string()) {
-      left = merge[0].get_ref<const std::string&>();
-      right = merge[1].get_ref<const std::string&>();
-    } else {
-      merges_path.index(rank).fail("expected \"a b\" or [\"a\", \"b\"]");
+  merges_.reserve(tables.merges.size());
+  size_t next_bad = 0;
+  std::string merged;
+  for (size_t rank = 0; rank < tables.merges.size(); ++rank) {
+    if (next_bad < tables.bad_merges.size() && tables.bad_merges[next_bad].first == rank) {
+      merges_path.index(rank).fail(str_cat("merge \"", tables.bad_merges[next_bad].second,
+                                           "\" is not two tokens separated by one space"));
     }
+    const std::string& left = tables.merges[rank].first;
+    const std::string& right = tables.merges[rank].second;
     const int32_t* left_id = find_token(vocab_, left);
     const int32_t* right_id = find_token(vocab_, right);
     if (!left_id || !right_id) {
@@ -143,7 +120,8 @@ BpeModel::BpeModel(const Json& json, const JsonPath& where) {
     if (right.size() < prefix_.size()) {
       merges_path.index(rank).fail(str_cat("merge token \"", right, "\" is shorter than continuing_subword_prefix"));
     }
-    std::string merged = str_cat(left, right.substr(prefix_.size()));
+    merged.assign(left);
+    merged.append(right, prefix_.size());
     const int32_t* merged_id = find_token(vocab_, merged);
     if (!merged_id) {
       merges_path.index(rank).fail(str_cat("merged token \"", merged, "\" is not in the vocabulary"));
@@ -292,13 +270,10 @@ void BpeModel::tokenize(std::string_view piece, std::vector<int32_t>& ids) const
     }
   }
   const bool cacheable = piece.size() <= kCacheMaxWordBytes;
+  const uint64_t hash = cacheable ? hash_bytes(piece) : 0;
   if (cacheable) {
     std::shared_lock lock(cache_mutex_);
-    auto it = cache_.find(piece);
-    if (it != cache_.end()) {
-      ids.insert(ids.end(), it->second.begin(), it->second.end());
-      return;
-    }
+    if (cache_.find(piece, hash, ids)) return;
   }
   thread_local std::vector<int32_t> symbols;
   symbols.clear();
@@ -311,14 +286,62 @@ void BpeModel::tokenize(std::string_view piece, std::vector<int32_t>& ids) const
   ids.insert(ids.end(), symbols.begin(), symbols.end());
   if (cacheable) {
     std::unique_lock lock(cache_mutex_);
-    if (cache_.size() < kCacheCapacity) cache_.emplace(std::string(piece), symbols);
+    cache_.insert(piece, hash, symbols, kCacheCapacity, kCacheMaxBytes);
   }
 }
 
 }  // namespace
 
-std::unique_ptr<Model> make_bpe_model(const Json& json, const JsonPath& where) {
-  return std::make_unique<BpeModel>(json, where);
+int32_t fill_vocab(std::vector<std::pair<std::string, int64_t>> entries, TokenMap& vocab, const JsonPath& where) {
+  vocab.reserve(entries.size());
+  int32_t max_id = -1;
+  for (auto& [token, id] : entries) {
+    if (id < 0 || id > INT32_MAX) where.fail(str_cat("token \"", token, "\" has an invalid id ", id));
+    max_id = std::max(max_id, static_cast<int32_t>(id));
+    // A repeated key keeps its last value, as JSON parsers do.
+    vocab.insert_or_assign(token, static_cast<int32_t>(id));
+  }
+  return max_id;
+}
+
+ModelTables tables_from_json(const Json& json, const JsonPath& where, bool with_merges) {
+  ModelTables tables;
+  const Json& vocab = require(json, "vocab", where);
+  if (!vocab.is_object()) where.child("vocab").fail("expected an object of token -> id");
+  tables.vocab.reserve(vocab.size());
+  for (auto it = vocab.begin(); it != vocab.end(); ++it) {
+    if (!it.value().is_number_integer()) {
+      where.child("vocab").fail(str_cat("token \"", it.key(), "\" has an invalid id"));
+    }
+    tables.vocab.emplace_back(it.key(), it.value().get<int64_t>());
+  }
+  if (!with_merges) return tables;
+  const Json& merges = require(json, "merges", where);
+  if (!merges.is_array()) where.child("merges").fail("expected an array");
+  tables.merges.reserve(merges.size());
+  for (size_t rank = 0; rank < merges.size(); ++rank) {
+    const Json& merge = merges[rank];
+    if (merge.is_string()) {
+      const std::string& line = merge.get_ref<const std::string&>();
+      size_t space = line.find(' ');
+      if (space == std::string::npos || line.find(' ', space + 1) != std::string::npos) {
+        tables.bad_merges.emplace_back(rank, line);
+        tables.merges.emplace_back(line, "");
+      } else {
+        tables.merges.emplace_back(line.substr(0, space), line.substr(space + 1));
+      }
+    } else if (merge.is_array() && merge.size() == 2 && merge[0].is_string() && merge[1].is_string()) {
+      tables.merges.emplace_back(merge[0].get<std::string>(), merge[1].get<std::string>());
+    } else {
+      where.child("merges").index(rank).fail("expected \"a b\" or [\"a\", \"b\"]");
+    }
+  }
+  return tables;
+}
+
+std::unique_ptr<Model> make_bpe_model(const Json& json, const JsonPath& where, ModelTables* tables) {
+  if (tables) return std::make_unique<BpeModel>(json, std::move(*tables), where);
+  return std::make_unique<BpeModel>(json, tables_from_json(json, where, true), where);
 }
 
 }  // namespace shardlm::tokenizer::detail

@@ -90,6 +90,7 @@ std::string ChatTemplate::render(const ordered_json& messages, const ChatRenderO
 
   jinja::RenderLimits limits;
   limits.max_output_bytes = options.max_output_bytes;
+  limits.max_steps = options.max_steps;
   jinja::Evaluator evaluator(*template_, limits, options.strftime_now_time);
   return evaluator.render(variables);
 }

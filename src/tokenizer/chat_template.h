@@ -5,6 +5,7 @@
 // The interpreter is our own (jinja_*.h); anything it does not support is an error that
 // names it, never a silently different prompt.
 
+#include <cstdint>
 #include <ctime>
 #include <memory>
 #include <optional>
@@ -37,6 +38,7 @@ struct ChatRenderOptions {
   std::optional<std::tm> strftime_now_time;
   // Limits on what one render may produce, so a hostile template fails instead of hanging.
   size_t max_output_bytes = size_t{256} << 20;
+  uint64_t max_steps = 20'000'000;  // statements run plus loop iterations
 };
 
 class ChatTemplate {

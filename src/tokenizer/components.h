@@ -26,6 +26,9 @@ struct JsonPath {
   [[noreturn]] void fail(const std::string& what) const;
 };
 
+// Reads a whole file; `what` names it in the error ("tokenizer file").
+std::string read_file(const std::string& path, const char* what);
+
 // Typed accessors that fail with the JSON path instead of nlohmann's generic messages.
 const Json& require(const Json& object, std::string_view key, const JsonPath& where);
 std::string get_string(const Json& object, std::string_view key, const JsonPath& where);
@@ -67,8 +70,8 @@ class Model {
   // Appends the ids of one pre-tokenized piece.
   virtual void tokenize(std::string_view piece, std::vector<int32_t>& ids) const = 0;
   virtual std::optional<int32_t> token_to_id(std::string_view token) const = 0;
-  // nullptr when the model has no such id.
-  virtual const std::string* id_to_token(int32_t id) const = 0;
+  // nullopt when the model has no such id.
+  virtual std::optional<std::string_view> id_to_token(int32_t id) const = 0;
   virtual int64_t vocab_size() const = 0;  // one past the largest id
 };
 
@@ -95,9 +98,13 @@ class VocabLookup {
 
 std::unique_ptr<Normalizer> make_normalizer(const Json& json, const JsonPath& where);
 std::unique_ptr<PreTokenizer> make_pre_tokenizer(const Json& json, const JsonPath& where);
-std::unique_ptr<Model> make_model(const Json& json, const JsonPath& where);
 std::unique_ptr<PostProcessor> make_post_processor(const Json& json, const JsonPath& where);
 std::unique_ptr<Decoder> make_decoder(const Json& json, const JsonPath& where);
+
+// True when a character, wherever it stands, is left alone by the Unicode normalization
+// form (NFC: compose, NFD: !compose, NFKC/NFKD: compatibility): the fast path that lets
+// the normalizers skip normalized text.
+bool normalization_stable(uint32_t c, bool compose, bool compatibility);
 
 // GPT-2's reversible map from bytes to printable characters (ByteLevel).
 const std::array<uint32_t, 256>& byte_to_char();

@@ -1,9 +1,15 @@
 // Streaming decode by windows: each push decodes the last few ids and returns what the
 // new id added past the text already returned. Leading-space rules (Strip, Metaspace)
 // apply to the window's first token the same way in every decode of the window, so they
-// cancel out; a window only moves forward once everything in it was returned.
+// cancel out; a window only moves forward once everything in it was returned, and only
+// to a start whose decode is exactly the tail of the text returned so far.
+//
+// Byte-fallback tokens ("<0xE4>") are held until a different token ends their run: the
+// ByteFallback decoder turns a whole run into U+FFFD per byte when any byte of it is
+// invalid, so a later byte can change how earlier bytes of the run decode.
 
 #include <algorithm>
+#include <cctype>
 
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/utf8.h"
@@ -47,8 +53,20 @@ std::string IncrementalDecoder::decode_window() const {
   return tokenizer_.decode(window, skip_special_tokens_);
 }
 
+namespace {
+
+bool is_byte_token(const Tokenizer& tokenizer, int32_t id) {
+  std::string token = tokenizer.id_to_token(id);
+  return token.size() == 6 && token.starts_with("<0x") && token[5] == '>' &&
+         std::isxdigit(static_cast<unsigned char>(token[3])) &&
+         std::isxdigit(static_cast<unsigned char>(token[4]));
+}
+
+}  // namespace
+
 std::string IncrementalDecoder::push(int32_t id) {
   ids_.push_back(id);
+  if (is_byte_token(tokenizer_, id)) return {};
   std::string text = decode_window();
   if (!text.starts_with(window_text_)) return {};  // an earlier piece changed: wait for more
   size_t stable = text.size() - unstable_suffix(text, tokenizer_.clean_up_tokenization_spaces());
@@ -58,11 +76,19 @@ std::string IncrementalDecoder::push(int32_t id) {
     window_text_ = text.substr(0, stable);
     emitted_ += out;
   }
-  if (stable == text.size() && ids_.size() - window_start_ > kMaxWindow) {
-    window_start_ = ids_.size() - kKeepContext;
-    window_text_ = decode_window();
-  }
+  if (stable == text.size() && ids_.size() - window_start_ > kMaxWindow) move_window();
   return out;
+}
+
+void IncrementalDecoder::move_window() {
+  size_t start = ids_.size() - kKeepContext;
+  while (start > window_start_ && is_byte_token(tokenizer_, ids_[start - 1])) --start;
+  if (start <= window_start_) return;
+  std::span<const int32_t> window(ids_.data() + start, ids_.size() - start);
+  std::string text = tokenizer_.decode(window, skip_special_tokens_);
+  if (!emitted_.ends_with(text)) return;
+  window_start_ = start;
+  window_text_ = std::move(text);
 }
 
 std::string IncrementalDecoder::flush() {

@@ -27,6 +27,7 @@ Value python_floordiv(const Value& a, const Value& b) {
     const int64_t x = a.as_int();
     const int64_t y = b.as_int();
     if (y == 0) fail("ZeroDivisionError: integer division or modulo by zero");
+    if (y == -1) return Value(checked(IntOp::Subtract, 0, x));
     int64_t q = x / y;
     if (x % y != 0 && ((x < 0) != (y < 0))) --q;
     return Value(q);
@@ -40,6 +41,7 @@ Value python_mod(const Value& a, const Value& b) {
     const int64_t x = a.as_int();
     const int64_t y = b.as_int();
     if (y == 0) fail("ZeroDivisionError: integer division or modulo by zero");
+    if (y == -1) return Value(0);
     int64_t r = x % y;
     if (r != 0 && ((r < 0) != (y < 0))) r += y;
     return Value(r);
@@ -53,15 +55,22 @@ Value python_mod(const Value& a, const Value& b) {
 
 Value python_pow(const Value& a, const Value& b) {
   if (a.kind() != Value::Kind::Float && b.kind() != Value::Kind::Float && b.as_int() >= 0) {
+    // Squaring keeps this to 64 steps whatever the exponent; overflow is still an error.
     int64_t result = 1;
     int64_t base = a.as_int();
-    for (int64_t e = b.as_int(); e > 0; --e) result = checked(IntOp::Multiply, result, base);
+    for (int64_t e = b.as_int(); e > 0; e >>= 1) {
+      if (e & 1) result = checked(IntOp::Multiply, result, base);
+      if (e > 1) base = checked(IntOp::Multiply, base, base);
+    }
     return Value(result);
   }
   return Value(std::pow(a.as_double(), b.as_double()));
 }
 
 Value repeat(const Value& sequence, int64_t times) {
+  if (times <= 0) return sequence.is_string() ? Value("") : sequence.kind() == Value::Kind::List ? Value::list({}) : Value::tuple({});
+  const size_t unit = sequence.is_string() ? sequence.as_string().size() : sequence.as_list().size();
+  if (unit > 0) check_size(static_cast<size_t>(times) > kMaxValueSize / unit ? kMaxValueSize + 1 : unit * times, "repeated value");
   if (sequence.is_string()) {
     std::string out;
     for (int64_t i = 0; i < times; ++i) out += sequence.as_string();
@@ -154,6 +163,7 @@ Evaluator::Flow Evaluator::exec_body(const Body& body, std::string& out) {
 
 Evaluator::Flow Evaluator::exec(const Stmt& stmt, std::string& out) {
   enter(stmt.line, stmt.column);
+  if (++steps_ > limits_.max_steps) fail("the chat template runs more than ", limits_.max_steps, " steps");
   switch (stmt.kind) {
     case Stmt::Kind::Text:
       append(out, stmt.text);
@@ -281,28 +291,35 @@ void Evaluator::exec_for(const Stmt& stmt, std::string& out, Flow& flow) {
   }
   const auto count = static_cast<int64_t>(items.size());
   ++loop_depth_;
+  // One loop object that advances, as jinja2's LoopContext does: `{% set outer = loop %}`
+  // keeps seeing the current iteration.
+  auto loop = std::make_shared<Object>();
+  loop->type_name = "LoopContext";
+  const std::weak_ptr<Object> weak_loop = loop;
+  loop->attributes = {{"index", Value()},    {"index0", Value()}, {"revindex", Value()}, {"revindex0", Value()},
+                      {"first", Value()},    {"last", Value()},   {"length", Value(count)}, {"depth", Value(1)},
+                      {"depth0", Value(0)},  {"previtem", Value()}, {"nextitem", Value()},
+                      {"cycle", Value::callable("loop.cycle", [weak_loop](Evaluator&, CallArgs& args) {
+                         const auto current = weak_loop.lock();
+                         if (!current) fail("loop.cycle() called after its loop ended");
+                         if (args.positional.empty()) fail("TypeError: loop.cycle() needs at least one argument");
+                         const int64_t index0 = current->attributes[1].second.as_int();
+                         return args.positional[index0 % static_cast<int64_t>(args.positional.size())];
+                       })}};
+  const Value loop_value = Value::object(loop);
   for (int64_t i = 0; i < count; ++i) {
-    auto loop = std::make_shared<Object>();
-    loop->type_name = "LoopContext";
-    loop->attributes = {
-        {"index", Value(i + 1)},
-        {"index0", Value(i)},
-        {"revindex", Value(count - i)},
-        {"revindex0", Value(count - i - 1)},
-        {"first", Value(i == 0)},
-        {"last", Value(i == count - 1)},
-        {"length", Value(count)},
-        {"depth", Value(1)},
-        {"depth0", Value(0)},
-        {"previtem", i > 0 ? items[i - 1] : Value::undefined("there is no previous item")},
-        {"nextitem", i + 1 < count ? items[i + 1] : Value::undefined("there is no next item")},
-        {"cycle", Value::callable("loop.cycle", [i](Evaluator&, CallArgs& args) {
-           if (args.positional.empty()) fail("TypeError: loop.cycle() needs at least one argument");
-           return args.positional[i % static_cast<int64_t>(args.positional.size())];
-         })},
-    };
+    if (++steps_ > limits_.max_steps) fail("the chat template runs more than ", limits_.max_steps, " steps");
+    auto& a = loop->attributes;
+    a[0].second = Value(i + 1);
+    a[1].second = Value(i);
+    a[2].second = Value(count - i);
+    a[3].second = Value(count - i - 1);
+    a[4].second = Value(i == 0);
+    a[5].second = Value(i == count - 1);
+    a[9].second = i > 0 ? items[i - 1] : Value::undefined("there is no previous item");
+    a[10].second = i + 1 < count ? items[i + 1] : Value::undefined("there is no next item");
     Scope scope;
-    scope["loop"] = Value::object(std::move(loop));
+    scope["loop"] = loop_value;
     bind(scope, items[i]);
     frames_.back().scopes.push_back(std::move(scope));
     const Flow body_flow = exec_body(stmt.bodies[0], out);
@@ -422,6 +439,10 @@ Value Evaluator::get_item(const Value& object, const Value& key) {
     case Value::Kind::List:
     case Value::Kind::Tuple:
     case Value::Kind::String:
+      // Generators and dict views are not subscriptable; jinja2 turns the TypeError into undefined.
+      if (object.is_sequence() && object.flavor() != Value::Flavor::Plain && object.flavor() != Value::Flavor::Range) {
+        return Value::undefined(str_cat("'", object.type_name(), "' object is not subscriptable"));
+      }
       if (key.is_int()) {
         const int64_t size = length(object);
         int64_t index = key.as_int();
@@ -462,6 +483,9 @@ Value Evaluator::eval_slice(const Value& object, const Expr& slice) {
   if (!has_step) step = 1;
   if (step == 0) fail("ValueError: slice step cannot be zero");
   const bool is_string = object.is_string();
+  if (object.is_sequence() && object.flavor() != Value::Flavor::Plain && object.flavor() != Value::Flavor::Range) {
+    return Value::undefined(str_cat("'", object.type_name(), "' object is not subscriptable"));
+  }
   if (!is_string && !object.is_sequence()) fail("TypeError: '", object.type_name(), "' object is not subscriptable");
   const std::u32string chars = is_string ? decode_utf8(object.as_string()) : std::u32string();
   const int64_t size = is_string ? static_cast<int64_t>(chars.size()) : static_cast<int64_t>(object.as_list().size());
@@ -480,12 +504,13 @@ Value Evaluator::eval_slice(const Value& object, const Expr& slice) {
   stop = adjust(stop, has_stop, step < 0 ? -1 : size);
   std::u32string out_chars;
   List out_items;
-  for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
+  for (int64_t i = start; step > 0 ? i < stop : i > stop;) {
     if (is_string) {
       out_chars.push_back(chars[i]);
     } else {
       out_items.push_back(object.as_list()[i]);
     }
+    if (__builtin_add_overflow(i, step, &i)) break;
   }
   if (is_string) return Value(encode_utf8(out_chars));
   return object.kind() == Value::Kind::List ? Value::list(std::move(out_items)) : Value::tuple(std::move(out_items));
@@ -576,7 +601,11 @@ Value Evaluator::eval_binary(const Expr& expr) {
   if (op == "or") return truthy(left) ? left : eval(*expr.children[1]);
   const Value right = eval(*expr.children[1]);
   enter(expr.line, expr.column);
-  if (op == "~") return Value(to_str(left) + to_str(right));
+  if (op == "~") {
+    std::string joined = to_str(left) + to_str(right);
+    check_size(joined.size(), "string");
+    return Value(std::move(joined));
+  }
   if (left.is_undefined()) fail_undefined(left);
   if (right.is_undefined()) fail_undefined(right);
   const bool ints = left.is_int() && right.is_int();
@@ -584,8 +613,12 @@ Value Evaluator::eval_binary(const Expr& expr) {
   if (op == "+") {
     if (ints) return Value(checked(IntOp::Add, left.as_int(), right.as_int()));
     if (numbers) return Value(left.as_double() + right.as_double());
-    if (left.is_string() && right.is_string()) return Value(left.as_string() + right.as_string());
-    if (left.is_sequence() && left.kind() == right.kind()) {
+    if (left.is_string() && right.is_string()) {
+      check_size(left.as_string().size() + right.as_string().size(), "string");
+      return Value(left.as_string() + right.as_string());
+    }
+    if (left.is_plain_sequence() && right.is_plain_sequence() && left.kind() == right.kind()) {
+      check_size(left.as_list().size() + right.as_list().size(), "list");
       List items = left.as_list();
       items.insert(items.end(), right.as_list().begin(), right.as_list().end());
       return left.kind() == Value::Kind::List ? Value::list(std::move(items)) : Value::tuple(std::move(items));
@@ -603,8 +636,8 @@ Value Evaluator::eval_binary(const Expr& expr) {
   if (op == "*") {
     if (ints) return Value(checked(IntOp::Multiply, left.as_int(), right.as_int()));
     if (numbers) return Value(left.as_double() * right.as_double());
-    if ((left.is_string() || left.is_sequence()) && right.is_int()) return repeat(left, right.as_int());
-    if ((right.is_string() || right.is_sequence()) && left.is_int()) return repeat(right, left.as_int());
+    if ((left.is_string() || left.is_plain_sequence()) && right.is_int()) return repeat(left, right.as_int());
+    if ((right.is_string() || right.is_plain_sequence()) && left.is_int()) return repeat(right, left.as_int());
     fail_operands(op, left, right);
   }
   if (op == "/") {

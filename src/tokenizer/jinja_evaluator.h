@@ -2,6 +2,7 @@
 // Walks a parsed template and renders it. One Evaluator renders once; a Template is
 // immutable and can be rendered by many evaluators at a time.
 
+#include <cstdint>
 #include <ctime>
 #include <optional>
 #include <string>
@@ -19,6 +20,8 @@ struct RenderLimits {
   // Macro calls and expression nesting; deep enough for any real template, shallow
   // enough that a recursive macro fails with an error instead of the stack.
   int max_depth = 200;
+  // Statements run and loop iterations, so that a runaway loop fails instead of hanging.
+  uint64_t max_steps = 20'000'000;
 };
 
 class Evaluator {
@@ -67,6 +70,7 @@ class Evaluator {
   Scope globals_;
   std::vector<Frame> frames_;
   int depth_ = 0;
+  uint64_t steps_ = 0;
   int loop_depth_ = 0;
   int line_ = 0;
   int column_ = 0;

@@ -29,8 +29,8 @@ Value get_path(Evaluator& evaluator, const Value& item, const Value& attribute) 
   while (true) {
     const size_t dot = path.find('.', start);
     const std::string part = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
-    const bool numeric = !part.empty() && std::all_of(part.begin(), part.end(), ::isdigit);
-    current = evaluator.get_item(current, numeric ? Value(static_cast<int64_t>(std::stoll(part))) : Value(part));
+    const bool numeric = !part.empty() && part.size() < 18 && std::all_of(part.begin(), part.end(), ::isdigit);
+    current = evaluator.get_item(current, numeric ? Value(static_cast<int64_t>(std::strtoll(part.c_str(), nullptr, 10))) : Value(part));
     if (dot == std::string::npos) return current;
     start = dot + 1;
   }
@@ -171,7 +171,7 @@ Value select_filter(Evaluator& evaluator, const std::string& name, const Value& 
     }
     if (match == keep_matches) out.push_back(item);
   }
-  return Value::list(std::move(out));
+  return Value::generator(std::move(out));
 }
 
 Value map_filter(Evaluator& evaluator, const Value& input, CallArgs& args) {
@@ -191,7 +191,7 @@ Value map_filter(Evaluator& evaluator, const Value& input, CallArgs& args) {
       Value v = get_path(evaluator, item, attribute->second);
       out.push_back(v.is_undefined() && !fallback.is_undefined() ? fallback : v);
     }
-    return Value::list(std::move(out));
+    return Value::generator(std::move(out));
   }
   if (args.positional.empty()) fail("TypeError: map() needs a filter name or attribute=");
   const std::string filter = to_str(args.positional[0]);
@@ -202,7 +202,7 @@ Value map_filter(Evaluator& evaluator, const Value& input, CallArgs& args) {
     CallArgs copy = filter_args;
     out.push_back(apply_filter(evaluator, filter, item, copy));
   }
-  return Value::list(std::move(out));
+  return Value::generator(std::move(out));
 }
 
 Value tojson_filter(const Value& input, CallArgs& args) {
@@ -237,7 +237,10 @@ Value tojson_filter(const Value& input, CallArgs& args) {
 Value indent_filter(Evaluator& evaluator, const Value& input, CallArgs& args) {
   Arguments a("indent", args, {"width", "first", "blank"});
   const Value width = a.get_or(0, Value(4));
-  const std::string indentation = width.is_string() ? width.as_string() : std::string(width.as_int(), ' ');
+  if (!width.is_string() && !width.is_int()) fail("TypeError: indent width must be an int or a str");
+  if (!width.is_string()) check_size(static_cast<size_t>(std::max<int64_t>(0, width.as_int())), "indentation");
+  const std::string indentation =
+      width.is_string() ? width.as_string() : std::string(static_cast<size_t>(std::max<int64_t>(0, width.as_int())), ' ');
   // jinja2 appends a newline first so that splitlines keeps a trailing empty line.
   const std::vector<std::string> lines = split_lines(evaluator, to_str(input) + "\n");
   std::string out;
@@ -333,6 +336,9 @@ Value apply_filter(Evaluator& evaluator, const std::string& name, const Value& i
   if (name == "first" || name == "last") {
     Arguments a(name, args, {});
     const List items = as_items(input);
+    if (name == "last" && input.is_sequence() && input.flavor() == Value::Flavor::Generator) {
+      fail("TypeError: 'generator' object is not reversible");
+    }
     if (items.empty()) return Value::undefined(str_cat("No ", name, " item, sequence was empty."));
     return name == "first" ? items.front() : items.back();
   }
@@ -358,6 +364,7 @@ Value apply_filter(Evaluator& evaluator, const std::string& name, const Value& i
     Arguments a(name, args, {});
     if (!input.is_number()) fail("TypeError: bad operand type for abs(): '", input.type_name(), "'");
     if (input.kind() == Value::Kind::Float) return Value(std::fabs(input.as_double()));
+    if (input.as_int() == INT64_MIN) fail("integer overflow: chat templates compute with 64-bit integers");
     return Value(input.as_int() < 0 ? -input.as_int() : input.as_int());
   }
   if (name == "round") {
@@ -366,11 +373,11 @@ Value apply_filter(Evaluator& evaluator, const std::string& name, const Value& i
   }
   if (name == "items") {
     Arguments a(name, args, {});
-    if (input.is_undefined()) return Value::list({});
+    if (input.is_undefined()) return Value::generator({});
     if (!input.is_dict()) fail("TypeError: Can only get item pairs from a mapping.");
     List out;
     for (const auto& [k, v] : input.as_dict().entries) out.push_back(Value::tuple({k, v}));
-    return Value::list(std::move(out));
+    return Value::generator(std::move(out));
   }
   if (name == "dictsort") {
     Arguments a(name, args, {"case_sensitive", "by", "reverse"});
@@ -395,7 +402,7 @@ Value apply_filter(Evaluator& evaluator, const std::string& name, const Value& i
       seen.push_back(key);
       out.push_back(item);
     }
-    return Value::list(std::move(out));
+    return Value::generator(std::move(out));
   }
   if (name == "indent") return indent_filter(evaluator, input, args);
   if (name == "batch") {
@@ -414,7 +421,7 @@ Value apply_filter(Evaluator& evaluator, const std::string& name, const Value& i
       }
       out.push_back(Value::list(std::move(current)));
     }
-    return Value::list(std::move(out));
+    return Value::generator(std::move(out));
   }
   if (name == "sum") {
     Arguments a(name, args, {"attribute", "start"});
@@ -422,7 +429,11 @@ Value apply_filter(Evaluator& evaluator, const std::string& name, const Value& i
     for (const auto& item : as_items(input)) {
       const Value v = a.has(0) && !a.get(0).is_none() ? get_path(evaluator, item, a.get(0)) : item;
       if (!v.is_number() || !total.is_number()) fail("TypeError: sum() can only add numbers");
-      total = total.is_int() && v.is_int() ? Value(total.as_int() + v.as_int()) : Value(total.as_double() + v.as_double());
+      int64_t sum = 0;
+      if (total.is_int() && v.is_int() && __builtin_add_overflow(total.as_int(), v.as_int(), &sum)) {
+        fail("integer overflow: chat templates compute with 64-bit integers");
+      }
+      total = total.is_int() && v.is_int() ? Value(sum) : Value(total.as_double() + v.as_double());
     }
     return total;
   }
@@ -438,9 +449,11 @@ Value apply_filter(Evaluator& evaluator, const std::string& name, const Value& i
       std::reverse(chars.begin(), chars.end());
       return Value(encode_utf8(chars));
     }
+    // reversed() of a list is an iterator; a generator has no reversed() and becomes a list.
+    const bool was_generator = input.is_sequence() && input.flavor() == Value::Flavor::Generator;
     List items = as_items(input);
     std::reverse(items.begin(), items.end());
-    return Value::list(std::move(items));
+    return was_generator ? Value::list(std::move(items)) : Value::generator(std::move(items));
   }
   if (name == "center") {
     Arguments a(name, args, {"width"});
@@ -506,9 +519,15 @@ bool apply_test(Evaluator& evaluator, const std::string& name, const Value& inpu
   if (name == "string") return no_arguments(), input.is_string();
   if (name == "mapping") return no_arguments(), input.is_dict();
   // Undefined iterates as empty and has a length, so jinja2 calls it iterable and a sequence.
-  if (name == "iterable" || name == "sequence") {
+  if (name == "iterable") {
     no_arguments();
     return input.is_undefined() || input.is_string() || input.is_sequence() || input.is_dict();
+  }
+  if (name == "sequence") {
+    // len() and __getitem__: generators and dict views lack one of them.
+    no_arguments();
+    return input.is_undefined() || input.is_string() || input.is_dict() ||
+           (input.is_sequence() && (input.flavor() == Value::Flavor::Plain || input.flavor() == Value::Flavor::Range));
   }
   if (name == "callable") return no_arguments(), input.is_callable();
   if (name == "escaped") return no_arguments(), false;
@@ -522,6 +541,7 @@ bool apply_test(Evaluator& evaluator, const std::string& name, const Value& inpu
     if (name != "divisibleby") no_arguments();
     if (!input.is_int()) fail("TypeError: the test '", name, "' needs an integer, not ", input.type_name());
     if (divisor == 0) fail("ZeroDivisionError: integer division or modulo by zero");
+    if (divisor == -1 || divisor == 1) return name != "odd";
     const int64_t remainder = ((input.as_int() % divisor) + divisor) % divisor;
     return name == "odd" ? remainder == 1 : remainder == 0;
   }

@@ -236,7 +236,7 @@ std::string python_format(const std::string& format, const CallArgs& args) {
       fail("str.format: the replacement field '{", field, "}' uses a conversion or format spec, which is not supported");
     }
     if (field.empty() || std::all_of(field.begin(), field.end(), ::isdigit)) {
-      const size_t index = field.empty() ? next_auto++ : std::stoul(field);
+      const size_t index = field.empty() ? next_auto++ : field.size() < 10 ? std::strtoul(field.c_str(), nullptr, 10) : SIZE_MAX;
       if (index >= args.positional.size()) fail("IndexError: Replacement index ", index, " out of range");
       out += to_str(args.positional[index]);
     } else {
@@ -367,7 +367,9 @@ Value string_method(const Value& receiver, const std::string& name, CallArgs& ca
   }
   if (name == "center" || name == "ljust" || name == "rjust") {
     Arguments a(function, call_args, {"width", "fillchar"});
+    if (!a.get(0).is_int()) fail("TypeError: ", function, "() width must be an integer");
     const int64_t width = a.get(0).as_int();
+    check_size(static_cast<size_t>(std::max<int64_t>(0, width)), "padded string");
     const std::string fill = a.has(1) ? require_string(a.get(1), "fillchar") : " ";
     const int64_t size = length(receiver);
     if (width <= size) return receiver;
@@ -443,7 +445,9 @@ Value get_method(const Value& receiver, const std::string& name) {
       for (const auto& [k, v] : d.entries) {
         out.push_back(name == "items" ? Value::tuple({k, v}) : name == "keys" ? k : v);
       }
-      return Value::list(std::move(out));
+      return Value::dict_view(std::move(out), name == "items"  ? Value::Flavor::DictItems
+                                              : name == "keys" ? Value::Flavor::DictKeys
+                                                               : Value::Flavor::DictValues);
     });
   }
   if (receiver.is_sequence() && (name == "index" || name == "count")) {
@@ -540,7 +544,9 @@ std::vector<std::pair<std::string, Value>> builtin_globals() {
       if (items.size() >= 100000) fail("OverflowError: range too big, maximum size for range is 100000");
       items.emplace_back(i);
     }
-    return Value::list(std::move(items));
+    std::string text = str_cat("range(", start, ", ", stop);
+    if (step != 1) text += str_cat(", ", step);
+    return Value::range(std::move(items), text + ")");
   }));
   globals.emplace_back("dict", Value::callable("dict", [](Evaluator&, CallArgs& args) {
     Dict d;
@@ -588,6 +594,11 @@ std::vector<std::pair<std::string, Value>> builtin_globals() {
     long microseconds = 0;
     if (evaluator.fixed_now()) {
       now = *evaluator.fixed_now();
+      // Fills in the weekday and day of the year (%A, %j) from the date, as Python's timetuple does.
+      std::tm normalized = now;
+      timegm(&normalized);
+      now.tm_wday = normalized.tm_wday;
+      now.tm_yday = normalized.tm_yday;
     } else {
       const auto clock = std::chrono::system_clock::now();
       const std::time_t t = std::chrono::system_clock::to_time_t(clock);

@@ -97,13 +97,31 @@ std::string Value::type_name() const {
     case Kind::Int: return "int";
     case Kind::Float: return "float";
     case Kind::String: return "str";
-    case Kind::List: return "list";
+    case Kind::List:
+      switch (flavor_) {
+        case Flavor::Plain: return "list";
+        case Flavor::Generator: return "generator";
+        case Flavor::DictKeys: return "dict_keys";
+        case Flavor::DictValues: return "dict_values";
+        case Flavor::DictItems: return "dict_items";
+        case Flavor::Range: return "range";
+      }
+      return "list";
     case Kind::Tuple: return "tuple";
     case Kind::Dict: return "dict";
     case Kind::Object: return object_->type_name;
     case Kind::Callable: return "function";
   }
   return "?";
+}
+
+void Value::fail_not_a_number() const {
+  if (is_undefined()) fail_undefined(*this);
+  fail("TypeError: an integer is required, not '", type_name(), "'");
+}
+
+void check_size(size_t size, const char* what) {
+  if (size > kMaxValueSize) fail("chat template builds a ", what, " larger than ", kMaxValueSize, " bytes or items");
 }
 
 void fail_undefined(const Value& value) { fail("UndefinedError: ", value.undefined_hint()); }
@@ -117,7 +135,8 @@ bool truthy(const Value& value) {
     case Value::Kind::Float: return value.as_double() != 0.0;
     case Value::Kind::String: return !value.as_string().empty();
     case Value::Kind::List:
-    case Value::Kind::Tuple: return !value.as_list().empty();
+    case Value::Kind::Tuple:
+      return value.flavor() == Value::Flavor::Generator || !value.as_list().empty();
     case Value::Kind::Dict: return !value.as_dict().entries.empty();
     case Value::Kind::Object:
     case Value::Kind::Callable: return true;
@@ -132,6 +151,9 @@ bool equals(const Value& a, const Value& b) {
     return a.as_int() == b.as_int();
   }
   if (a.kind() != b.kind()) return false;
+  if (a.is_sequence() && (a.flavor() != b.flavor() || a.flavor() == Value::Flavor::Generator)) {
+    return a.flavor() == b.flavor() && &a.as_list() == &b.as_list();
+  }
   switch (a.kind()) {
     case K::Undefined:
     case K::None: return true;
@@ -170,7 +192,7 @@ bool less_than(const Value& a, const Value& b) {
   }
   // UTF-8 byte order is code point order, which is how Python orders str.
   if (a.is_string() && b.is_string()) return a.as_string() < b.as_string();
-  if (a.is_sequence() && a.kind() == b.kind()) {
+  if (a.is_plain_sequence() && b.is_plain_sequence() && a.kind() == b.kind()) {
     const auto& x = a.as_list();
     const auto& y = b.as_list();
     for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
@@ -288,6 +310,13 @@ std::string repr(const Value& value) {
     case Value::Kind::String: return repr_string(value.as_string());
     case Value::Kind::List:
     case Value::Kind::Tuple: {
+      switch (value.flavor()) {
+        case Value::Flavor::Plain: break;
+        case Value::Flavor::Range: return value.range_repr();
+        case Value::Flavor::Generator:
+          fail("printing a ", value.type_name(), " is not supported: jinja2 would print its memory address (add |list)");
+        default: return value.type_name() + "(" + repr(Value::list(value.as_list())) + ")";
+      }
       const bool is_list = value.kind() == Value::Kind::List;
       std::string out = is_list ? "[" : "(";
       const auto& items = value.as_list();
@@ -389,6 +418,9 @@ void dump_json_to(std::string& out, const Value& value, const JsonDumpOptions& o
     case Value::Kind::String: dump_json_string(out, value.as_string(), options.ensure_ascii); return;
     case Value::Kind::List:
     case Value::Kind::Tuple: {
+      if (value.flavor() != Value::Flavor::Plain) {
+        fail("TypeError: Object of type ", value.type_name(), " is not JSON serializable");
+      }
       const auto& items = value.as_list();
       if (items.empty()) {
         out += "[]";
@@ -472,7 +504,9 @@ int64_t length(const Value& value) {
       return static_cast<int64_t>(std::count_if(s.begin(), s.end(), [](char c) { return (c & 0xc0) != 0x80; }));
     }
     case Value::Kind::List:
-    case Value::Kind::Tuple: return static_cast<int64_t>(value.as_list().size());
+    case Value::Kind::Tuple:
+      if (value.flavor() == Value::Flavor::Generator) fail("TypeError: object of type 'generator' has no len()");
+      return static_cast<int64_t>(value.as_list().size());
     case Value::Kind::Dict: return static_cast<int64_t>(value.as_dict().entries.size());
     default: fail("TypeError: object of type '", value.type_name(), "' has no len()");
   }

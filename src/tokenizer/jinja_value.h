@@ -65,7 +65,16 @@ class Value {
   Value(double v) : kind_(Kind::Float) { scalar_.floating = v; }
   Value(std::string s) : kind_(Kind::String), string_(std::make_shared<const std::string>(std::move(s))) {}
   Value(const char* s) : Value(std::string(s)) {}
+  // Lists that Python would hold as something else. They iterate like lists, but print,
+  // serialize, measure and test the way Python's objects do (a generator is always truthy
+  // and has no len(); dict.items() prints as dict_items([...]); tojson rejects them all).
+  enum class Flavor : uint8_t { Plain, Generator, DictKeys, DictValues, DictItems, Range };
   static Value list(List items) { return sequence(Kind::List, std::move(items)); }
+  static Value generator(List items) { return flavored(std::move(items), Flavor::Generator, {}); }
+  static Value dict_view(List items, Flavor flavor) { return flavored(std::move(items), flavor, {}); }
+  static Value range(List items, std::string python_repr) {
+    return flavored(std::move(items), Flavor::Range, std::move(python_repr));
+  }
   static Value tuple(List items) { return sequence(Kind::Tuple, std::move(items)); }
   static Value dict(Dict d) {
     Value v(Kind::Dict);
@@ -93,12 +102,19 @@ class Value {
   bool is_number() const { return is_int() || kind_ == Kind::Float; }
   bool is_string() const { return kind_ == Kind::String; }
   bool is_sequence() const { return kind_ == Kind::List || kind_ == Kind::Tuple; }
+  Flavor flavor() const { return flavor_; }
+  bool is_plain_sequence() const { return is_sequence() && flavor_ == Flavor::Plain; }
   bool is_dict() const { return kind_ == Kind::Dict; }
   bool is_object() const { return kind_ == Kind::Object; }
   bool is_callable() const { return kind_ == Kind::Callable; }
 
   bool as_bool() const { return scalar_.boolean; }
-  int64_t as_int() const { return kind_ == Kind::Bool ? (scalar_.boolean ? 1 : 0) : scalar_.integer; }
+  // Numbers only; anything else is the TypeError Python would raise.
+  int64_t as_int() const {
+    if (kind_ == Kind::Int) return scalar_.integer;
+    if (kind_ == Kind::Bool) return scalar_.boolean ? 1 : 0;
+    fail_not_a_number();
+  }
   double as_double() const { return kind_ == Kind::Float ? scalar_.floating : static_cast<double>(as_int()); }
   const std::string& as_string() const { return *string_; }
   const List& as_list() const { return *list_; }
@@ -106,6 +122,7 @@ class Value {
   Object& as_object() const { return *object_; }
   const Callable& as_callable() const { return *callable_; }
   // What the template did to produce an undefined value, for the error when it is misused.
+  const std::string& range_repr() const { return *string_; }
   std::string undefined_hint() const { return string_ ? *string_ : std::string("value is undefined"); }
 
   // Python's type name, for error messages that read like jinja2's.
@@ -113,13 +130,21 @@ class Value {
 
  private:
   explicit Value(Kind kind) : kind_(kind) {}
+  [[noreturn]] void fail_not_a_number() const;
   static Value sequence(Kind kind, List items) {
     Value v(kind);
     v.list_ = std::make_shared<const List>(std::move(items));
     return v;
   }
+  static Value flavored(List items, Flavor flavor, std::string python_repr) {
+    Value v = sequence(Kind::List, std::move(items));
+    v.flavor_ = flavor;
+    if (!python_repr.empty()) v.string_ = std::make_shared<const std::string>(std::move(python_repr));
+    return v;
+  }
 
   Kind kind_;
+  Flavor flavor_ = Flavor::Plain;
   union {
     bool boolean;
     int64_t integer;
@@ -131,6 +156,11 @@ class Value {
   std::shared_ptr<Object> object_;
   std::shared_ptr<const Callable> callable_;
 };
+
+// Strings and lists a template builds are capped, so that `s + s` in a loop fails
+// with an error instead of exhausting memory.
+constexpr size_t kMaxValueSize = size_t{1} << 28;
+void check_size(size_t size, const char* what);
 
 // Throws the UndefinedError jinja2 raises when an undefined value is used as a real one.
 [[noreturn]] void fail_undefined(const Value& value);

@@ -1,9 +1,29 @@
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "tokenizer/components.h"
 
 namespace shardlm::tokenizer::detail {
+
+std::string read_file(const std::string& path, const char* what) {
+  std::unique_ptr<FILE, int (*)(FILE*)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
+  if (!file) shardlm::fail("cannot open ", what, " ", path, ": ", std::strerror(errno));
+  std::string text;
+  if (std::fseek(file.get(), 0, SEEK_END) == 0) {
+    long size = std::ftell(file.get());
+    if (size > 0) text.reserve(static_cast<size_t>(size));
+    std::fseek(file.get(), 0, SEEK_SET);
+  }
+  char buffer[1 << 16];
+  size_t n;
+  while ((n = std::fread(buffer, 1, sizeof(buffer), file.get())) > 0) text.append(buffer, n);
+  if (std::ferror(file.get())) shardlm::fail("cannot read ", what, " ", path, ": ", std::strerror(errno));
+  return text;
+}
 
 JsonPath JsonPath::child(std::string_view key) const {
   return {source, path.empty() ? std::string(key) : str_cat(path, ".", key)};

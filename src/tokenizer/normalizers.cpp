@@ -26,8 +26,10 @@ class SequenceNormalizer final : public Normalizer {
 
 class UnicodeNormalizer final : public Normalizer {
  public:
-  UnicodeNormalizer(utf8proc_option_t options, bool compatibility)
-      : options_(options), compatibility_(compatibility) {}
+  UnicodeNormalizer(bool compose, bool compatibility) : compose_(compose), compatibility_(compatibility) {
+    options_ = utf8proc_option_t(UTF8PROC_STABLE | (compose ? UTF8PROC_COMPOSE : UTF8PROC_DECOMPOSE) |
+                                 (compatibility ? UTF8PROC_COMPAT : 0));
+  }
   void normalize(std::string& text) const override {
     if (is_stable(text)) return;
     utf8proc_uint8_t* out = nullptr;
@@ -40,17 +42,20 @@ class UnicodeNormalizer final : public Normalizer {
   }
 
  private:
-  // ASCII is unchanged by every form; below U+0300 nothing changes under the canonical
-  // forms either (no combining marks, no singleton decompositions there).
+  // Most text is already normalized; checking that is much cheaper than normalizing.
   bool is_stable(std::string_view text) const {
-    const unsigned char limit = compatibility_ ? 0x80 : 0xCC;  // 0xCC 0x80 is U+0300
-    for (unsigned char c : text) {
-      if (c >= limit) return false;
+    size_t pos = 0;
+    while (pos < text.size()) {
+      if (static_cast<unsigned char>(text[pos]) < 0x80) {
+        ++pos;
+        continue;
+      }
+      if (!normalization_stable(utf8::next(text, pos), compose_, compatibility_)) return false;
     }
     return true;
   }
+  bool compose_, compatibility_;
   utf8proc_option_t options_;
-  bool compatibility_;
 };
 
 class PrependNormalizer final : public Normalizer {
@@ -131,8 +136,12 @@ class StripAccentsNormalizer final : public Normalizer {
     while (pos < text.size()) {
       size_t start = pos;
       uint32_t c = utf8::next(text, pos);
-      if (c >= 0x300 && utf8proc_category(static_cast<utf8proc_int32_t>(c)) == UTF8PROC_CATEGORY_MN) {
-        continue;
+      if (c >= 0x300) {
+        // The library drops every combining mark (Mn, Mc and Me), not only accents.
+        auto category = utf8proc_category(static_cast<utf8proc_int32_t>(c));
+        if (category == UTF8PROC_CATEGORY_MN || category == UTF8PROC_CATEGORY_MC || category == UTF8PROC_CATEGORY_ME) {
+          continue;
+        }
       }
       out.append(text, start, pos - start);
     }
@@ -141,6 +150,22 @@ class StripAccentsNormalizer final : public Normalizer {
 };
 
 }  // namespace
+
+bool normalization_stable(uint32_t c, bool compose, bool compatibility) {
+  if (c < 0x80) return true;
+  // Below U+0300 there are no combining marks and no singleton decompositions, so
+  // canonical composition leaves everything as it is.
+  if (compose && !compatibility && c < 0x300) return true;
+  const utf8proc_property_t* p = utf8proc_get_property(static_cast<utf8proc_int32_t>(c));
+  if (p->combining_class != 0) return false;  // may be reordered
+  if (p->decomp_seqindex != UINT16_MAX && (compatibility || p->decomp_type == 0)) return false;
+  // Hangul syllables and jamo (de)compose algorithmically, outside the tables.
+  if (c >= 0x1100 && c <= 0x11FF) return false;
+  if (!compose && c >= 0xAC00 && c <= 0xD7A3) return false;
+  // A character in any composition pair might combine with a neighbour.
+  if (compose && p->comb_index != UINT16_MAX) return false;
+  return true;
+}
 
 std::unique_ptr<Normalizer> make_normalizer(const Json& json, const JsonPath& where) {
   if (json.is_null()) return nullptr;
@@ -156,14 +181,10 @@ std::unique_ptr<Normalizer> make_normalizer(const Json& json, const JsonPath& wh
     }
     return std::make_unique<SequenceNormalizer>(std::move(steps));
   }
-  if (type == "NFC") return std::make_unique<UnicodeNormalizer>(
-      utf8proc_option_t(UTF8PROC_STABLE | UTF8PROC_COMPOSE), false);
-  if (type == "NFD") return std::make_unique<UnicodeNormalizer>(
-      utf8proc_option_t(UTF8PROC_STABLE | UTF8PROC_DECOMPOSE), false);
-  if (type == "NFKC") return std::make_unique<UnicodeNormalizer>(
-      utf8proc_option_t(UTF8PROC_STABLE | UTF8PROC_COMPOSE | UTF8PROC_COMPAT), true);
-  if (type == "NFKD") return std::make_unique<UnicodeNormalizer>(
-      utf8proc_option_t(UTF8PROC_STABLE | UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT), true);
+  if (type == "NFC") return std::make_unique<UnicodeNormalizer>(true, false);
+  if (type == "NFD") return std::make_unique<UnicodeNormalizer>(false, false);
+  if (type == "NFKC") return std::make_unique<UnicodeNormalizer>(true, true);
+  if (type == "NFKD") return std::make_unique<UnicodeNormalizer>(false, true);
   if (type == "Prepend") return std::make_unique<PrependNormalizer>(get_string(json, "prepend", where));
   if (type == "Replace") {
     return std::make_unique<ReplaceNormalizer>(

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -165,7 +166,8 @@ class ByteLevelPreTokenizer final : public PreTokenizer {
     for (int b = 0; b < 256; ++b) {
       std::string s;
       utf8::append(s, map[b]);
-      encoded_[b] = s;
+      encoded_length_[b] = static_cast<uint8_t>(s.size());
+      std::memcpy(encoded_[b], s.data(), s.size());
     }
   }
 
@@ -193,11 +195,18 @@ class ByteLevelPreTokenizer final : public PreTokenizer {
         split.push_back(whole);
       }
       for (const PieceRef& part : split) {
-        uint32_t begin = static_cast<uint32_t>(out.data.size());
+        size_t begin = out.data.size();
+        // Every byte maps to a character of one or two bytes.
+        out.data.resize(begin + 2 * size_t{part.end - part.begin});
+        char* write = out.data.data() + begin;
         for (uint32_t i = part.begin; i < part.end; ++i) {
-          out.data += encoded_[static_cast<unsigned char>(text[i])];
+          unsigned char b = static_cast<unsigned char>(text[i]);
+          write[0] = encoded_[b][0];
+          write[1] = encoded_[b][1];
+          write += encoded_length_[b];
         }
-        out.refs.push_back({begin, static_cast<uint32_t>(out.data.size()), part.at_origin});
+        out.data.resize(static_cast<size_t>(write - out.data.data()));
+        out.refs.push_back({static_cast<uint32_t>(begin), static_cast<uint32_t>(out.data.size()), part.at_origin});
       }
     }
     std::swap(pieces.data, out.data);
@@ -207,7 +216,8 @@ class ByteLevelPreTokenizer final : public PreTokenizer {
  private:
   bool add_prefix_space_;
   std::unique_ptr<Pattern> regex_;
-  std::string encoded_[256];
+  char encoded_[256][2] = {};
+  uint8_t encoded_length_[256] = {};
 };
 
 enum class PrependScheme { Always, First, Never };

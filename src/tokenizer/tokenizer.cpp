@@ -1,10 +1,9 @@
 #include "tokenizer/tokenizer.h"
 
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "core/error.h"
+#include "tokenizer/json_scan.h"
 #include "tokenizer/pattern.h"
 #include "tokenizer/tokenizer_impl.h"
 #include "tokenizer/utf8.h"
@@ -13,7 +12,7 @@ namespace shardlm::tokenizer {
 
 namespace detail {
 
-std::unique_ptr<Model> make_model(const Json& json, const JsonPath& where) {
+std::unique_ptr<Model> make_model(const Json& json, const JsonPath& where, ModelTables* tables) {
   if (!json.is_object()) where.fail("expected the model object");
   std::string type = get_string_or(json, "type", "", where);
   if (type.empty()) {
@@ -22,12 +21,28 @@ std::unique_ptr<Model> make_model(const Json& json, const JsonPath& where) {
     else if (json.contains("max_input_chars_per_word")) type = "WordPiece";
     else where.fail("the model has no \"type\"");
   }
-  if (type == "BPE") return make_bpe_model(json, where);
-  if (type == "WordPiece") return make_wordpiece_model(json, where);
+  if (type == "BPE") return make_bpe_model(json, where, tables);
+  if (type == "WordPiece") return make_wordpiece_model(json, where, tables);
   where.fail(str_cat("unsupported model type \"", type, "\""));
 }
 
-std::shared_ptr<TokenizerImpl> TokenizerImpl::load(const Json& json, const std::string& source) {
+std::shared_ptr<TokenizerImpl> TokenizerImpl::parse(std::string_view text, const std::string& source) {
+  std::string skeleton;
+  ModelTables tables;
+  if (extract_model_tables(text, skeleton, tables)) {
+    return load(Json::parse(skeleton), source, &tables);
+  }
+  Json json;
+  try {
+    json = Json::parse(text);
+  } catch (const Json::parse_error& e) {
+    fail(source, ": invalid JSON: ", e.what());
+  }
+  return load(json, source);
+}
+
+std::shared_ptr<TokenizerImpl> TokenizerImpl::load(const Json& json, const std::string& source,
+                                                   ModelTables* tables) {
   JsonPath root{&source, ""};
   if (!json.is_object()) root.fail("expected a JSON object");
   auto impl = std::make_shared<TokenizerImpl>();
@@ -40,7 +55,7 @@ std::shared_ptr<TokenizerImpl> TokenizerImpl::load(const Json& json, const std::
   if (!json.contains("model")) root.fail("missing key \"model\"");
   impl->normalizer = make_normalizer(section("normalizer"), root.child("normalizer"));
   impl->pre_tokenizer = make_pre_tokenizer(section("pre_tokenizer"), root.child("pre_tokenizer"));
-  impl->model = make_model(json["model"], root.child("model"));
+  impl->model = make_model(json["model"], root.child("model"), tables);
   impl->post_processor = make_post_processor(section("post_processor"), root.child("post_processor"));
   impl->decoder = make_decoder(section("decoder"), root.child("decoder"));
   impl->added.load(section("added_tokens"), root.child("added_tokens"), impl->normalizer.get());
@@ -95,8 +110,8 @@ void TokenizerImpl::encode(std::string_view text, bool add_special_tokens,
   if (add_special_tokens && post_processor) post_processor->process(ids);
 }
 
-const std::string* TokenizerImpl::id_to_token(int32_t id) const {
-  if (const std::string* token = added.id_to_token(id)) return token;
+std::optional<std::string_view> TokenizerImpl::id_to_token(int32_t id) const {
+  if (auto token = added.id_to_token(id)) return token;
   return model->id_to_token(id);
 }
 
@@ -104,10 +119,10 @@ std::string TokenizerImpl::decode(std::span<const int32_t> ids, bool skip_specia
   std::vector<std::string> tokens;
   tokens.reserve(ids.size());
   for (int32_t id : ids) {
-    const std::string* token = id_to_token(id);
+    std::optional<std::string_view> token = id_to_token(id);
     if (!token) continue;
     if (skip_special_tokens && added.is_special_id(id)) continue;
-    tokens.push_back(*token);
+    tokens.emplace_back(*token);
   }
   if (!decoder) {
     std::string joined;
@@ -126,21 +141,11 @@ std::string TokenizerImpl::decode(std::span<const int32_t> ids, bool skip_specia
 }  // namespace detail
 
 Tokenizer Tokenizer::from_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("cannot open tokenizer file ", path);
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  return from_json(buffer.str(), path);
+  return from_json(detail::read_file(path, "tokenizer file"), path);
 }
 
 Tokenizer Tokenizer::from_json(std::string_view json_text, const std::string& source_name) {
-  detail::Json json;
-  try {
-    json = detail::Json::parse(json_text);
-  } catch (const detail::Json::parse_error& e) {
-    fail(source_name, ": invalid JSON: ", e.what());
-  }
-  return Tokenizer(detail::TokenizerImpl::load(json, source_name));
+  return Tokenizer(detail::TokenizerImpl::parse(json_text, source_name));
 }
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special_tokens) const {
@@ -167,8 +172,8 @@ std::optional<int32_t> Tokenizer::token_to_id(std::string_view token) const {
 }
 
 std::string Tokenizer::id_to_token(int32_t id) const {
-  const std::string* token = impl_->id_to_token(id);
-  return token ? *token : std::string();
+  std::optional<std::string_view> token = impl_->id_to_token(id);
+  return token ? std::string(*token) : std::string();
 }
 
 int64_t Tokenizer::vocab_size() const {

@@ -80,6 +80,7 @@ class IncrementalDecoder {
 
  private:
   std::string decode_window() const;
+  void move_window();
 
   Tokenizer tokenizer_;
   bool skip_special_tokens_;

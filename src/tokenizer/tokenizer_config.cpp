@@ -1,11 +1,10 @@
 #include "tokenizer/tokenizer_config.h"
 
 #include <cmath>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "core/error.h"
+#include "tokenizer/components.h"
 
 namespace shardlm::tokenizer {
 
@@ -118,11 +117,7 @@ TokenizerConfig parse_tokenizer_config(std::string_view json_text, const std::st
 }
 
 TokenizerConfig load_tokenizer_config(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("cannot open tokenizer config ", path);
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  return parse_tokenizer_config(buffer.str(), path);
+  return parse_tokenizer_config(detail::read_file(path, "tokenizer config"), path);
 }
 
 }  // namespace shardlm::tokenizer

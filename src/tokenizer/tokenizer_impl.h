@@ -9,11 +9,20 @@
 #include "tokenizer/added_tokens.h"
 #include "tokenizer/components.h"
 #include "tokenizer/tokenizer.h"
+#include "tokenizer/vocab.h"
 
 namespace shardlm::tokenizer::detail {
 
-std::unique_ptr<Model> make_bpe_model(const Json& json, const JsonPath& where);
-std::unique_ptr<Model> make_wordpiece_model(const Json& json, const JsonPath& where);
+struct ModelTables;
+
+// `tables`, when given, holds model.vocab and model.merges scanned from the file (the
+// JSON then has empty placeholders for them).
+std::unique_ptr<Model> make_model(const Json& json, const JsonPath& where, ModelTables* tables);
+std::unique_ptr<Model> make_bpe_model(const Json& json, const JsonPath& where, ModelTables* tables);
+std::unique_ptr<Model> make_wordpiece_model(const Json& json, const JsonPath& where, ModelTables* tables);
+// Vocab entries into `vocab` (a repeated token keeps its last id); returns the largest id.
+int32_t fill_vocab(std::vector<std::pair<std::string, int64_t>> entries, TokenMap& vocab, const JsonPath& where);
+ModelTables tables_from_json(const Json& json, const JsonPath& where, bool with_merges);
 
 struct TokenizerImpl {
   std::string source;
@@ -24,12 +33,15 @@ struct TokenizerImpl {
   std::unique_ptr<Decoder> decoder;
   AddedVocabulary added;
 
-  static std::shared_ptr<TokenizerImpl> load(const Json& json, const std::string& source);
+  static std::shared_ptr<TokenizerImpl> load(const Json& json, const std::string& source,
+                                             ModelTables* tables = nullptr);
+  // Parses tokenizer.json text, scanning the large tables directly when it can.
+  static std::shared_ptr<TokenizerImpl> parse(std::string_view text, const std::string& source);
   static Tokenizer wrap(std::shared_ptr<TokenizerImpl> impl) { return Tokenizer(std::move(impl)); }
 
   void encode(std::string_view text, bool add_special_tokens, std::vector<int32_t>& ids) const;
   std::string decode(std::span<const int32_t> ids, bool skip_special_tokens) const;
-  const std::string* id_to_token(int32_t id) const;
+  std::optional<std::string_view> id_to_token(int32_t id) const;
 
  private:
   void encode_plain(std::string_view text, bool at_origin, std::vector<int32_t>& ids) const;

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "tokenizer/json_scan.h"
 #include "tokenizer/tokenizer_impl.h"
 #include "tokenizer/utf8.h"
 #include "tokenizer/vocab.h"
@@ -13,29 +14,15 @@ namespace {
 
 class WordPieceModel final : public Model {
  public:
-  WordPieceModel(const Json& json, const JsonPath& where) {
+  WordPieceModel(const Json& json, ModelTables tables, const JsonPath& where) {
     unk_token_ = get_string_or(json, "unk_token", "[UNK]", where);
     prefix_ = get_string_or(json, "continuing_subword_prefix", "##", where);
     int64_t limit = get_int_or(json, "max_input_chars_per_word", 100, where);
     if (limit < 0) where.child("max_input_chars_per_word").fail("must not be negative");
     max_chars_ = static_cast<size_t>(limit);
-    const Json& vocab = require(json, "vocab", where);
-    if (!vocab.is_object()) where.child("vocab").fail("expected an object of token -> id");
-    int32_t max_id = -1;
-    for (auto it = vocab.begin(); it != vocab.end(); ++it) {
-      if (!it.value().is_number_integer() || it.value().get<int64_t>() < 0) {
-        where.child("vocab").fail(str_cat("token \"", it.key(), "\" has an invalid id"));
-      }
-      int32_t id = it.value().get<int32_t>();
-      vocab_.emplace(it.key(), id);
-      max_id = std::max(max_id, id);
-    }
-    tokens_.assign(static_cast<size_t>(max_id + 1), std::string());
-    has_token_.assign(tokens_.size(), false);
-    for (const auto& [token, id] : vocab_) {
-      tokens_[id] = token;
-      has_token_[id] = true;
-    }
+    int32_t max_id = fill_vocab(std::move(tables.vocab), vocab_, where.child("vocab"));
+    tokens_.assign(static_cast<size_t>(max_id + 1), std::string_view());
+    vocab_.for_each([&](std::string_view token, int32_t id) { tokens_[id] = token; });
   }
 
   void tokenize(std::string_view word, std::vector<int32_t>& ids) const override {
@@ -79,9 +66,9 @@ class WordPieceModel final : public Model {
     if (const int32_t* id = find_token(vocab_, token)) return *id;
     return std::nullopt;
   }
-  const std::string* id_to_token(int32_t id) const override {
-    if (id < 0 || static_cast<size_t>(id) >= tokens_.size() || !has_token_[id]) return nullptr;
-    return &tokens_[id];
+  std::optional<std::string_view> id_to_token(int32_t id) const override {
+    if (id < 0 || static_cast<size_t>(id) >= tokens_.size() || tokens_[id].data() == nullptr) return std::nullopt;
+    return tokens_[id];
   }
   int64_t vocab_size() const override { return static_cast<int64_t>(tokens_.size()); }
 
@@ -93,16 +80,16 @@ class WordPieceModel final : public Model {
   }
 
   TokenMap vocab_;
-  std::vector<std::string> tokens_;
-  std::vector<bool> has_token_;
+  std::vector<std::string_view> tokens_;  // views of vocab_'s keys
   std::string unk_token_, prefix_;
   size_t max_chars_ = 100;
 };
 
 }  // namespace
 
-std::unique_ptr<Model> make_wordpiece_model(const Json& json, const JsonPath& where) {
-  return std::make_unique<WordPieceModel>(json, where);
+std::unique_ptr<Model> make_wordpiece_model(const Json& json, const JsonPath& where, ModelTables* tables) {
+  if (tables) return std::make_unique<WordPieceModel>(json, std::move(*tables), where);
+  return std::make_unique<WordPieceModel>(json, tables_from_json(json, where, false), where);
 }
 
 }  // namespace shardlm::tokenizer::detail

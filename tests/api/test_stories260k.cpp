@@ -66,11 +66,14 @@ TEST_P(Stories260K, TokenizerEncodesThePromptAsRunC) {
 TEST_P(Stories260K, GreedyGenerationReproducesRunC) {
   Reference reference = load_reference(GetParam());
   // run.c takes 200 steps counting the prompt (BOS included).
-  GenerationConfig config{.max_new_tokens = static_cast<int64_t>(reference.generated_ids.size())};
-  std::vector<int64_t> output = model_->generate(BatchEncoding{{reference.prompt_ids}, {}}, config).front();
-  std::vector<int64_t> generated(output.begin() + reference.prompt_ids.size(), output.end());
-  EXPECT_EQ(generated.size(), GetParam() == "empty" ? 200u : 196u);
-  EXPECT_EQ(generated, reference.generated_ids);
+  for (bool disable_compile : {false, true}) {
+    GenerationConfig config{.max_new_tokens = static_cast<int64_t>(reference.generated_ids.size())};
+    config.disable_compile = disable_compile;
+    std::vector<int64_t> output = model_->generate(BatchEncoding{{reference.prompt_ids}, {}}, config).front();
+    std::vector<int64_t> generated(output.begin() + reference.prompt_ids.size(), output.end());
+    EXPECT_EQ(generated.size(), GetParam() == "empty" ? 200u : 196u);
+    EXPECT_EQ(generated, reference.generated_ids) << "disable_compile " << disable_compile;
+  }
 }
 
 TEST_P(Stories260K, StreamedTextEqualsTheDecodedOutput) {
@@ -79,7 +82,7 @@ TEST_P(Stories260K, StreamedTextEqualsTheDecodedOutput) {
   GenerationConfig config{.max_new_tokens = 60};
   std::vector<int64_t> output =
       model_->generate((*tokenizer_)(reference.prompt), config,
-                       [&](int64_t, std::string_view text) { streamed += text; }, tokenizer_.get())
+                       [&](size_t, int64_t, std::string_view text) { streamed += text; }, tokenizer_.get())
           .front();
   std::vector<int64_t> generated(output.begin() + reference.prompt_ids.size(), output.end());
   std::string whole = tokenizer_->decode(output, /*skip_special_tokens=*/true);
@@ -89,6 +92,33 @@ TEST_P(Stories260K, StreamedTextEqualsTheDecodedOutput) {
 }
 
 INSTANTIATE_TEST_SUITE_P(RunCReferences, Stories260K, ::testing::Values("once_upon_a_time", "the_little_dog", "empty"));
+
+// Four prompts of different lengths in one batch: every row equals the prompt alone,
+// including rows that stop early (EOS / stop string) while others go on.
+TEST(Stories260KGeneration, BatchedRowsEqualEachPromptAlone) {
+  AutoModelForCausalLM model = AutoModelForCausalLM::from_pretrained("embedded:stories260K");
+  AutoTokenizer tokenizer = AutoTokenizer::from_pretrained("embedded:stories260K");
+  std::vector<std::string> texts{"Once upon a time", "The little dog", "", "Tom and Lily went to the park to play"};
+  BatchEncoding batch = tokenizer(texts);
+  for (bool disable_compile : {false, true}) {
+    GenerationConfig config{.max_new_tokens = 48};
+    config.disable_compile = disable_compile;
+    config.prefill_chunk_size = 4;
+    config.stop_strings = {"park."};
+    std::vector<std::vector<int64_t>> together = model.generate(batch, config, {}, &tokenizer);
+    ASSERT_EQ(together.size(), 4u);
+    for (size_t row = 0; row < texts.size(); ++row) {
+      std::vector<int64_t> alone = model.generate(tokenizer(texts[row]), config, {}, &tokenizer).front();
+      EXPECT_EQ(together[row], alone) << "row " << row << " disable_compile " << disable_compile;
+    }
+  }
+  // Left padding with an attention mask is dropped before generation.
+  BatchEncoding padded{{{0, 0, 1, 403, 407}, {1, 291, 376, 400, 428}}, {{0, 0, 1, 1, 1}, {1, 1, 1, 1, 1}}};
+  GenerationConfig config{.max_new_tokens = 10};
+  std::vector<std::vector<int64_t>> outputs = model.generate(padded, config);
+  std::vector<int64_t> alone = model.generate(BatchEncoding{{{1, 403, 407}}, {}}, config).front();
+  EXPECT_EQ(std::vector<int64_t>(outputs[0].begin() + 2, outputs[0].end()), alone);
+}
 
 TEST(Stories260KGeneration, StopStringsEndGenerationAndStayInTheOutput) {
   AutoModelForCausalLM model = AutoModelForCausalLM::from_pretrained("embedded:stories260K");

@@ -52,7 +52,7 @@ class GoldenFixture : public ::testing::TestWithParam<Fixture> {};
 TEST_P(GoldenFixture, PromptLogits) {
   LoadedFixture fixture(GetParam().name);
   std::vector<int64_t> prompt = fixture.ids("input_ids");
-  fixture.generator.prepare_cache(static_cast<int64_t>(prompt.size()));
+  fixture.generator.prepare_cache(1, static_cast<int64_t>(prompt.size()));
   Tensor logits = fixture.generator.forward(prompt, 0, /*all_positions=*/true);
   Tensor golden = fixture.golden.tensor("logits");
   ASSERT_EQ(logits.shape(), golden.shape());
@@ -69,7 +69,7 @@ TEST_P(GoldenFixture, StepByStepDecodeThroughTheCache) {
   std::vector<int64_t> greedy = fixture.ids("greedy_ids");
   Tensor golden = fixture.golden.tensor("greedy_logits");  // [steps, vocab]
   const int64_t vocab = golden.shape()[1];
-  fixture.generator.prepare_cache(static_cast<int64_t>(prompt.size() + greedy.size()));
+  fixture.generator.prepare_cache(1, static_cast<int64_t>(prompt.size() + greedy.size()));
   Tensor logits = fixture.generator.forward(prompt, 0, /*all_positions=*/false);
   double worst = 0;
   for (size_t step = 0; step < greedy.size(); ++step) {
@@ -89,7 +89,33 @@ TEST_P(GoldenFixture, GreedyGenerationMatches) {
   GenerationConfig request;
   request.max_new_tokens = static_cast<int64_t>(greedy.size());
   request.eos_token_id = std::vector<int64_t>{};  // the goldens never stop at EOS
-  EXPECT_EQ(fixture.generator.generate(prompt, request).generated, greedy);
+  EXPECT_EQ(fixture.generator.generate({prompt}, request).front().generated, greedy);
+}
+
+// The compiled path (fusions, memory plan, chunked prefill) against eager execution of
+// the same graph, and both against the goldens.
+TEST_P(GoldenFixture, CompiledEqualsEagerForEveryChunkSize) {
+  LoadedFixture fixture(GetParam().name);
+  std::vector<int64_t> prompt = fixture.ids("input_ids");
+  std::vector<int64_t> greedy = fixture.ids("greedy_ids");
+  Tensor golden = fixture.golden.tensor("logits");
+  fixture.generator.prepare_cache(1, static_cast<int64_t>(prompt.size()));
+  fixture.generator.set_execution({.compile = false});
+  Tensor eager = fixture.generator.forward(prompt, 0, true);
+  EXPECT_LT(relative_error(eager.data<float>(), golden.data<float>(), golden.numel()), GetParam().tolerance);
+  for (int64_t chunk : {1, 7, 128}) {
+    fixture.generator.set_execution({.compile = true, .prefill_chunk_size = chunk});
+    Tensor compiled = fixture.generator.forward(prompt, 0, true);
+    EXPECT_LT(relative_error(compiled.data<float>(), eager.data<float>(), eager.numel()), 1e-5) << "chunk " << chunk;
+    for (bool disable_compile : {false, true}) {
+      GenerationConfig request{.max_new_tokens = static_cast<int64_t>(greedy.size())};
+      request.eos_token_id = std::vector<int64_t>{};
+      request.disable_compile = disable_compile;
+      request.prefill_chunk_size = chunk;
+      EXPECT_EQ(fixture.generator.generate({prompt}, request).front().generated, greedy)
+          << "chunk " << chunk << " disable_compile " << disable_compile;
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryFixture, GoldenFixture,
@@ -108,7 +134,7 @@ TEST(GoldenFixtureDtype, Bf16ConversionOnLoadStaysCloseToTheBf16Golden) {
   LoadedFixture converted("qwen3-tiny", DType::bf16);
   LoadedFixture reference_golden("qwen3-tiny-bf16");
   std::vector<int64_t> prompt = converted.ids("input_ids");
-  converted.generator.prepare_cache(static_cast<int64_t>(prompt.size()));
+  converted.generator.prepare_cache(1, static_cast<int64_t>(prompt.size()));
   Tensor logits = converted.generator.forward(prompt, 0, true);
   Tensor golden = reference_golden.golden.tensor("logits");
   EXPECT_LT(relative_error(logits.data<float>(), golden.data<float>(), golden.numel()), 1e-3);
@@ -169,15 +195,15 @@ TEST(SlidingWindow, WindowedLayersAreConsistentAcrossPrefillAndDecode) {
 
   std::vector<int64_t> ids{5, 77, 300, 12, 9, 1000, 42, 8};
   const int64_t vocab = windowed_config.vocab_size, count = static_cast<int64_t>(ids.size());
-  windowed_run.prepare_cache(count);
-  full_run.prepare_cache(count);
+  windowed_run.prepare_cache(1, count);
+  full_run.prepare_cache(1, count);
   Tensor windowed_logits = windowed_run.forward(ids, 0, true), full_logits = full_run.forward(ids, 0, true);
   for (int64_t p = 0; p < count; ++p) {
     double difference = relative_error(windowed_logits.data<float>() + p * vocab, full_logits.data<float>() + p * vocab, vocab);
     if (p < 4) EXPECT_EQ(difference, 0.0) << p;
     else EXPECT_GT(difference, 1e-6) << p;
   }
-  windowed_run.prepare_cache(count);
+  windowed_run.prepare_cache(1, count);
   for (int64_t p = 0; p < count; ++p) {
     Tensor step = windowed_run.forward(std::span(&ids[p], 1), p, false);
     EXPECT_LT(relative_error(step.data<float>(), windowed_logits.data<float>() + p * vocab, vocab), 1e-5) << p;

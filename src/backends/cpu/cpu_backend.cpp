@@ -13,7 +13,7 @@ class CpuBackend final : public Backend {
  public:
   std::string name() const override { return "cpu"; }
   Device device() const override { return {DeviceKind::cpu, 0}; }
-  Tensor allocate(Shape shape, DType dtype) override { return Tensor::zeros(std::move(shape), dtype); }
+  Tensor allocate(Shape shape, DType dtype) override { return Tensor::empty(std::move(shape), dtype); }
   Tensor to_device(const Tensor& host) override { return host; }
 
   void embedding(const Tensor& table, const Tensor& ids, const Tensor& out) override {
@@ -21,6 +21,18 @@ class CpuBackend final : public Backend {
   }
   void linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& out) override {
     reference::linear(x, weight, bias, out);
+  }
+  void linear_residual(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual,
+                       const Tensor& out) override {
+    reference::linear_residual(x, weight, bias, residual, out);
+  }
+  void gated_linear(const Tensor& x, const Tensor& gate_weight, const Tensor& gate_bias, const Tensor& up_weight,
+                    const Tensor& up_bias, const Tensor& out) override {
+    reference::gated_linear(x, gate_weight, gate_bias, up_weight, up_bias, out);
+  }
+  void rms_norm_linear(const Tensor& x, const Tensor& norm_weight, float eps, const Tensor& weight, const Tensor& bias,
+                       const Tensor& out) override {
+    reference::rms_norm_linear(x, norm_weight, eps, weight, bias, out);
   }
   void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) override {
     reference::rms_norm(x, weight, eps, out);
@@ -42,9 +54,12 @@ class CpuBackend final : public Backend {
   void gather_rows(const Tensor& x, const Tensor& indices, const Tensor& out) override {
     reference::gather_rows(x, indices, out);
   }
-  void copy_to_host(const Tensor& source, const Tensor& destination) override {
-    std::memcpy(destination.mutable_raw(), source.raw(), source.nbytes());
+  void copy(const Tensor& source, const Tensor& destination) override {
+    // Host and device tensors are the same memory on the CPU: nothing to move then.
+    if (source.raw() != destination.raw()) std::memcpy(destination.mutable_raw(), source.raw(), source.nbytes());
   }
+  void copy_to_host(const Tensor& source, const Tensor& destination) override { copy(source, destination); }
+  void copy_from_host(const Tensor& source, const Tensor& destination) override { copy(source, destination); }
 };
 
 }  // namespace

@@ -15,7 +15,8 @@ void kv_cache_write(const Tensor& cache, const Tensor& entries, const Tensor& po
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t s = 0; s < seq; ++s) {
       const int32_t p = position[b * seq + s];
-      SHARDLM_CHECK(p >= 0 && p < max_cache_len, "position ", p, " is outside the KV cache (max_cache_len ",
+      if (p < 0) continue;  // padding
+      SHARDLM_CHECK(p < max_cache_len, "position ", p, " is outside the KV cache (max_cache_len ",
                     max_cache_len, ")");
       for (int64_t h = 0; h < kv_heads; ++h)
         std::memcpy(destination + ((b * kv_heads + h) * max_cache_len + p) * head_dim,
@@ -29,12 +30,19 @@ void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, co
   const int64_t kv_heads = k_cache.shape()[1], max_cache_len = k_cache.shape()[2];
   const int64_t group = heads / kv_heads;
   const int32_t* position = positions.data<int32_t>();
-  std::vector<float> scores(static_cast<size_t>(max_cache_len));
+  // Grown once per thread, so steady-state decoding allocates nothing.
+  thread_local std::vector<float> scores;
+  if (scores.size() < static_cast<size_t>(max_cache_len)) scores.resize(static_cast<size_t>(max_cache_len));
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t s = 0; s < seq; ++s)
       for (int64_t h = 0; h < heads; ++h) {
         const int64_t visible = position[b * seq + s] + 1;
-        SHARDLM_CHECK(visible >= 1 && visible <= max_cache_len, "attention: position ", visible - 1,
+        float* result = out.mutable_data<float>() + ((b * seq + s) * heads + h) * head_dim;
+        if (visible <= 0) {  // padding
+          std::fill(result, result + head_dim, 0.0f);
+          continue;
+        }
+        SHARDLM_CHECK(visible <= max_cache_len, "attention: position ", visible - 1,
                       " is outside the KV cache (max_cache_len ", max_cache_len, ")");
         const int64_t first = sliding_window > 0 ? std::max<int64_t>(0, visible - sliding_window) : 0;
         const float* query = q.data<float>() + ((b * seq + s) * heads + h) * head_dim;
@@ -49,7 +57,6 @@ void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, co
         }
         float sum = 0;
         for (int64_t t = first; t < visible; ++t) sum += scores[t] = std::exp(scores[t] - maximum);
-        float* result = out.mutable_data<float>() + ((b * seq + s) * heads + h) * head_dim;
         for (int64_t d = 0; d < head_dim; ++d) {
           float acc = 0;
           for (int64_t t = first; t < visible; ++t) acc += scores[t] * values[t * head_dim + d];

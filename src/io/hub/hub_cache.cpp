@@ -43,7 +43,7 @@ fs::path temporary_sibling(const fs::path& path) {
   return path.string() + suffix.str();
 }
 
-void create_directories(const fs::path& directory) {
+void make_directories(const fs::path& directory) {
   std::error_code error;
   fs::create_directories(directory, error);
   if (error)
@@ -129,14 +129,14 @@ void RepoCache::mark_absent(const std::string& commit, const std::string& filena
   check_relative_name(commit, "commit");
   check_relative_name(filename, "file name");
   fs::path marker = directory_ / ".no_exist" / commit / filename;
-  create_directories(marker.parent_path());
+  make_directories(marker.parent_path());
   std::ofstream touch(marker, std::ios::app);
 }
 
 void RepoCache::write_ref(const std::string& revision, const std::string& commit) const {
   check_relative_name(revision, "revision");
   fs::path ref = directory_ / "refs" / revision;
-  create_directories(ref.parent_path());
+  make_directories(ref.parent_path());
   fs::path temporary = temporary_sibling(ref);
   {
     std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
@@ -152,7 +152,7 @@ void RepoCache::link_snapshot_file(const std::string& commit, const std::string&
                                    const std::string& etag) const {
   check_relative_name(filename, "file name");
   fs::path pointer = snapshot_dir(commit) / filename;
-  create_directories(pointer.parent_path());
+  make_directories(pointer.parent_path());
   fs::path target = blob_path(etag).lexically_relative(pointer.parent_path());
   fs::path temporary = temporary_sibling(pointer);
   std::error_code error;
@@ -166,7 +166,7 @@ void RepoCache::link_snapshot_file(const std::string& commit, const std::string&
 }
 
 FileLock::FileLock(const fs::path& path) {
-  create_directories(path.parent_path());
+  make_directories(path.parent_path());
   descriptor_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (descriptor_ < 0) fail("cannot open the lock file ", path.string(), ": ", std::strerror(errno));
   while (::flock(descriptor_, LOCK_EX) != 0) {

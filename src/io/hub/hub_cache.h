@@ -29,7 +29,6 @@ class RepoCache {
   RepoCache(const std::filesystem::path& cache_dir, std::string repo_id);
 
   const std::string& repo_id() const { return repo_id_; }
-  const std::filesystem::path& cache_dir() const { return cache_dir_; }
   const std::filesystem::path& directory() const { return directory_; }
 
   // The commit refs/{revision} names, or the revision itself when it is a commit hash.

@@ -41,13 +41,14 @@ long seconds_from(const char* name, long fallback) {
   fail(name, "='", *value, "' is not a positive number of seconds");
 }
 
-}  // namespace
-
+// huggingface_hub's reading of boolean variables: 1, ON, YES, TRUE in any case.
 bool is_true_value(std::string_view value) {
   std::string upper(value);
   for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   return upper == "1" || upper == "ON" || upper == "YES" || upper == "TRUE";
 }
+
+}  // namespace
 
 HubSettings settings_from_environment() {
   HubSettings settings;

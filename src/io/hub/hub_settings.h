@@ -27,7 +27,4 @@ struct HubSettings {
 // ~/.cache/huggingface/hub; the token from HF_TOKEN, else HF_TOKEN_PATH, else HF_HOME/token.
 HubSettings settings_from_environment();
 
-// huggingface_hub's reading of boolean variables: 1, ON, YES, TRUE in any case.
-bool is_true_value(std::string_view value);
-
 }  // namespace shardlm::io::hub

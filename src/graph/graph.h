@@ -1,0 +1,62 @@
+#pragma once
+// The recorded form of a forward pass: values with static shapes and the ops
+// between them, in execution order. Builder records it; compile() plans and fuses
+// it; execute_node() runs one op of it on a backend.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "backends/backend.h"
+#include "core/tensor.h"
+
+namespace shardlm::graph {
+
+enum class OpKind : uint8_t {
+  embedding,       // (table, ids)
+  linear,          // (x, weight[, bias])
+  rms_norm,        // (x, weight)
+  reshape,         // (x): a view, no work
+  rope,            // (x): a rotated copy, or in place when `in_place`
+  kv_cache_write,  // (cache, entries, positions): no output value
+  attention,       // (q, k_cache, v_cache, positions)
+  silu_mul,        // (gate, up)
+  add,             // (a, b)
+  gather_rows,     // (x, indices)
+  // Fusions introduced by compile():
+  linear_residual,  // (x, weight, bias|-1, residual)
+  gated_linear,     // (x, gate_weight, gate_bias|-1, up_weight, up_bias|-1)
+  rms_norm_linear,  // (x, norm_weight, weight, bias|-1)
+};
+const char* op_name(OpKind kind);
+
+struct Node {
+  OpKind kind;
+  std::vector<int32_t> inputs;  // value indices; -1 for an absent optional input (a bias)
+  int32_t output = -1;          // -1 for kv_cache_write
+  float eps = 0;                // rms_norm, rms_norm_linear
+  float scale = 0;              // attention
+  int64_t sliding_window = 0;   // attention
+  const backends::RotaryEmbedding* rotary = nullptr;  // rope (owned by the model)
+  bool in_place = false;        // rope: rotates its input's memory
+};
+
+struct ValueInfo {
+  Shape shape;
+  DType dtype = DType::f32;
+  // Bound values (weights, caches, step inputs) carry their tensor; op outputs get
+  // theirs when executed (eager) or from the memory plan (compiled).
+  bool bound = false;
+  Tensor tensor;
+  int32_t alias_of = -1;  // reshape views and in-place ropes share this value's memory
+};
+
+struct Graph {
+  std::vector<ValueInfo> values;
+  std::vector<Node> nodes;
+};
+
+// Runs one node. `tensors[i]` is value i's tensor; outputs are preallocated.
+void execute_node(backends::Backend& backend, const Node& node, const std::vector<Tensor>& tensors);
+
+}  // namespace shardlm::graph
