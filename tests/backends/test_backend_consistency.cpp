@@ -51,6 +51,36 @@ TEST_P(BackendConsistency, Linear) {
     }
 }
 
+// Each fused op against the composition of the reference ops it replaces.
+TEST_P(BackendConsistency, FusedLinearForms) {
+  for (DType dtype : {DType::f32, DType::bf16}) {
+    const int64_t rows = 5, in = 83, out_features = 29;
+    Tensor x = random_tensor({rows, in}, DType::f32, random_);
+    Tensor w = random_tensor({out_features, in}, dtype, random_), w2 = random_tensor({out_features, in}, dtype, random_);
+    Tensor bias = random_tensor({out_features}, DType::f32, random_), bias2 = random_tensor({out_features}, DType::f32, random_);
+    Tensor residual = random_tensor({rows, out_features}, DType::f32, random_);
+    Tensor norm_weight = random_tensor({in}, dtype, random_);
+    Tensor first = Tensor::zeros({rows, out_features}, DType::f32), second = first.clone(), expected = first.clone();
+    Tensor normed = Tensor::zeros({rows, in}, DType::f32);
+    Tensor actual = output({rows, out_features});
+
+    reference::linear(x, w, bias, first);
+    reference::add(residual, first, expected);
+    backend_->linear_residual(upload(x), upload(w), upload(bias), upload(residual), actual);
+    EXPECT_LT(relative_error(download(actual), to_doubles(expected)), tolerance) << "linear_residual";
+
+    reference::linear(x, w2, bias2, second);
+    reference::silu_mul(first, second, expected);
+    backend_->gated_linear(upload(x), upload(w), upload(bias), upload(w2), upload(bias2), actual);
+    EXPECT_LT(relative_error(download(actual), to_doubles(expected)), tolerance) << "gated_linear";
+
+    reference::rms_norm(x, norm_weight, 1e-5f, normed);
+    reference::linear(normed, w, Tensor(), expected);
+    backend_->rms_norm_linear(upload(x), upload(norm_weight), 1e-5f, upload(w), Tensor(), actual);
+    EXPECT_LT(relative_error(download(actual), to_doubles(expected)), tolerance) << "rms_norm_linear";
+  }
+}
+
 TEST_P(BackendConsistency, NormRopeElementwise) {
   Tensor x = random_tensor({5, 3, 16}, DType::f32, random_), w = random_tensor({16}, DType::bf16, random_);
   Tensor expected = Tensor::zeros({5, 3, 16}, DType::f32), actual = output({5, 3, 16});
@@ -91,9 +121,10 @@ TEST_P(BackendConsistency, EmbeddingAndGather) {
 }
 
 TEST_P(BackendConsistency, CacheWriteAndAttention) {
-  const int64_t batch = 2, seq = 4, heads = 8, kv_heads = 2, head_dim = 16, max_cache_len = 19;
+  const int64_t batch = 2, seq = 4, heads = 8, kv_heads = 2, head_dim = 20, max_cache_len = 19;
   Tensor entries = random_tensor({batch, seq, kv_heads, head_dim}, DType::f32, random_);
-  Tensor positions = Tensor::from_i32(std::vector<int32_t>{0, 1, 2, 3, 10, 11, 12, 13}, {batch, seq});
+  // Row 1 ends in padding (position -1), as the last prefill chunk does.
+  Tensor positions = Tensor::from_i32(std::vector<int32_t>{0, 1, 2, 3, 10, 11, -1, -1}, {batch, seq});
   Tensor k_expected = random_tensor({batch, kv_heads, max_cache_len, head_dim}, DType::f32, random_);
   Tensor v_expected = random_tensor({batch, kv_heads, max_cache_len, head_dim}, DType::f32, random_);
   Tensor k_actual = upload(k_expected.clone()), v_actual = upload(v_expected.clone());

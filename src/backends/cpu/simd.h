@@ -1,0 +1,41 @@
+#pragma once
+// Portable 8-lane float vectors (GCC vector extensions): the compiler maps them to
+// AVX or SSE pairs, whichever the target has. Unaligned loads/stores go through memcpy.
+
+#include <cstdint>
+#include <cstring>
+
+namespace shardlm::backends::cpu {
+
+using f32x8 = float __attribute__((vector_size(32)));
+
+inline f32x8 load8(const float* p) {
+  f32x8 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+inline void store8(float* p, f32x8 v) { std::memcpy(p, &v, sizeof v); }
+inline float sum8(f32x8 v) { return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7])); }
+
+inline float dot(const float* a, const float* b, int64_t n) {
+  f32x8 acc0{}, acc1{};
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    acc0 += load8(a + i) * load8(b + i);
+    acc1 += load8(a + i + 8) * load8(b + i + 8);
+  }
+  for (; i + 8 <= n; i += 8) acc0 += load8(a + i) * load8(b + i);
+  float sum = sum8(acc0 + acc1);
+  for (; i < n; ++i) sum += a[i] * b[i];
+  return sum;
+}
+
+// y += alpha * x
+inline void axpy(float alpha, const float* x, float* y, int64_t n) {
+  const f32x8 a = f32x8{} + alpha;
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) store8(y + i, load8(y + i) + a * load8(x + i));
+  for (; i < n; ++i) y[i] += alpha * x[i];
+}
+
+}  // namespace shardlm::backends::cpu
