@@ -9,6 +9,20 @@
 
 namespace shardlm {
 
+struct ChatMessage {
+  std::string role;  // "system", "user", "assistant", "tool"
+  std::string content;
+};
+
+struct ChatTemplateOptions {
+  bool add_generation_prompt = false;
+  // JSON text, passed to the template as in transformers: a list of tool schemas, a list
+  // of documents, and an object of extra variables (e.g. {"enable_thinking": false}).
+  std::string tools_json;
+  std::string documents_json;
+  std::string extra_variables_json;
+};
+
 // What calling a tokenizer returns: one row per text.
 struct BatchEncoding {
   std::vector<std::vector<int64_t>> input_ids;
@@ -28,6 +42,14 @@ class AutoTokenizer {
   std::string decode(const std::vector<int64_t>& ids, bool skip_special_tokens = false) const;
 
   int64_t vocab_size() const;
+
+  // tokenizer_config.json's chat_template rendered for `messages`, byte for byte as
+  // transformers' apply_chat_template(tokenize=False). Throws if there is no template.
+  std::string apply_chat_template(const std::vector<ChatMessage>& messages,
+                                  const ChatTemplateOptions& options = {}) const;
+  // The same with messages as a JSON array (for tool calls and other fields).
+  std::string apply_chat_template_json(const std::string& messages_json, const ChatTemplateOptions& options = {}) const;
+  bool has_chat_template() const;
 
   struct Impl;
   const Impl& impl() const { return *impl_; }

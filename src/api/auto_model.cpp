@@ -10,7 +10,15 @@ namespace api {
 AutoTokenizer::Impl load_tokenizer(const io::ModelFiles& files) {
   if (!files.exists("tokenizer.json"))
     fail(files.path_of("tokenizer.json"), " not found: this checkpoint has no tokenizer; pass token ids instead");
-  return {tokenizer::Tokenizer::from_json(files.read_text("tokenizer.json"), files.path_of("tokenizer.json"))};
+  const std::string config = "tokenizer_config.json";
+  const bool has_config = files.exists(config);
+  AutoTokenizer::Impl impl{tokenizer::PretrainedTokenizer::from_texts(
+                               files.read_text("tokenizer.json"), files.path_of("tokenizer.json"),
+                               has_config ? files.read_text(config) : std::string(), files.path_of(config)),
+                           std::nullopt};
+  if (const std::optional<std::string>& source = impl.pretrained.config().chat_template)
+    impl.chat_template = tokenizer::ChatTemplate::parse(*source, files.path_of(config) + " chat_template");
+  return impl;
 }
 }  // namespace api
 
@@ -49,7 +57,7 @@ std::vector<std::vector<int64_t>> AutoModelForCausalLM::generate(const BatchEnco
     for (size_t i = 0; i < ids.size(); ++i)
       if (mask[i] != 0) prompt.push_back(ids[i]);
   }
-  const tokenizer::Tokenizer* text_tokenizer = tokenizer ? &tokenizer->impl().tokenizer : nullptr;
+  const tokenizer::Tokenizer* text_tokenizer = tokenizer ? &tokenizer->impl().tokenizer() : nullptr;
   std::vector<generation::GenerationResult> results =
       impl_->generator->generate(prompts, config, streamer, text_tokenizer);
   std::vector<std::vector<int64_t>> outputs;

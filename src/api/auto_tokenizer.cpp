@@ -1,16 +1,30 @@
 #include <shardlm/auto_tokenizer.h>
 
+#include <nlohmann/json.hpp>
+
 #include "api/impl.h"
 
 namespace shardlm {
+namespace {
+
+std::vector<int64_t> widen(const std::vector<int32_t>& ids) { return {ids.begin(), ids.end()}; }
+
+nlohmann::ordered_json parse_json_option(const std::string& text, const char* name, bool object) {
+  if (text.empty()) return object ? nlohmann::ordered_json::object() : nlohmann::ordered_json();
+  nlohmann::ordered_json value = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (value.is_discarded()) fail("apply_chat_template: ", name, " is not valid JSON");
+  if (object && !value.is_object()) fail("apply_chat_template: ", name, " must be a JSON object");
+  return value;
+}
+
+}  // namespace
 
 AutoTokenizer AutoTokenizer::from_pretrained(const std::string& path_or_id) {
   return AutoTokenizer(std::make_shared<const Impl>(api::load_tokenizer(io::resolve_model(path_or_id))));
 }
 
 std::vector<int64_t> AutoTokenizer::encode(const std::string& text, bool add_special_tokens) const {
-  std::vector<int32_t> ids = impl_->tokenizer.encode(text, add_special_tokens);
-  return {ids.begin(), ids.end()};
+  return widen(impl_->pretrained.encode(text, {.add_special_tokens = add_special_tokens}).input_ids.front());
 }
 
 BatchEncoding AutoTokenizer::operator()(const std::string& text, bool add_special_tokens) const {
@@ -18,10 +32,11 @@ BatchEncoding AutoTokenizer::operator()(const std::string& text, bool add_specia
 }
 
 BatchEncoding AutoTokenizer::operator()(const std::vector<std::string>& texts, bool add_special_tokens) const {
+  tokenizer::BatchEncoding encoded = impl_->pretrained.encode(texts, {.add_special_tokens = add_special_tokens});
   BatchEncoding encoding;
-  for (const std::string& text : texts) {
-    encoding.input_ids.push_back(encode(text, add_special_tokens));
-    encoding.attention_mask.emplace_back(encoding.input_ids.back().size(), 1);
+  for (size_t row = 0; row < encoded.input_ids.size(); ++row) {
+    encoding.input_ids.push_back(widen(encoded.input_ids[row]));
+    encoding.attention_mask.push_back(widen(encoded.attention_mask[row]));
   }
   return encoding;
 }
@@ -33,9 +48,38 @@ std::string AutoTokenizer::decode(const std::vector<int64_t>& ids, bool skip_spe
     SHARDLM_CHECK(id >= 0 && id <= INT32_MAX, "decode: token id ", id, " is out of range");
     narrow.push_back(static_cast<int32_t>(id));
   }
-  return impl_->tokenizer.decode(narrow, skip_special_tokens);
+  return impl_->pretrained.decode(narrow, skip_special_tokens);
 }
 
-int64_t AutoTokenizer::vocab_size() const { return impl_->tokenizer.vocab_size(); }
+int64_t AutoTokenizer::vocab_size() const { return impl_->tokenizer().vocab_size(); }
+
+bool AutoTokenizer::has_chat_template() const { return impl_->chat_template.has_value(); }
+
+std::string AutoTokenizer::apply_chat_template(const std::vector<ChatMessage>& messages,
+                                               const ChatTemplateOptions& options) const {
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();
+  for (const ChatMessage& message : messages) list.push_back({{"role", message.role}, {"content", message.content}});
+  return apply_chat_template_json(list.dump(), options);
+}
+
+std::string AutoTokenizer::apply_chat_template_json(const std::string& messages_json,
+                                                    const ChatTemplateOptions& options) const {
+  if (!impl_->chat_template)
+    fail(impl_->tokenizer().source_name(), ": tokenizer_config.json has no chat_template: this model is not a chat "
+         "model; use plain generation");
+  nlohmann::ordered_json messages = parse_json_option(messages_json, "messages", false);
+  if (!messages.is_array()) fail("apply_chat_template: messages must be a JSON array of {role, content} objects");
+  const tokenizer::TokenizerConfig& config = impl_->pretrained.config();
+  tokenizer::ChatRenderOptions render;
+  render.add_generation_prompt = options.add_generation_prompt;
+  render.tools = parse_json_option(options.tools_json, "tools", false);
+  render.documents = parse_json_option(options.documents_json, "documents", false);
+  render.extra_variables = parse_json_option(options.extra_variables_json, "extra variables", true);
+  render.bos_token = config.bos_token;
+  render.eos_token = config.eos_token;
+  render.unk_token = config.unk_token;
+  render.pad_token = config.pad_token;
+  return impl_->chat_template->render(messages, render);
+}
 
 }  // namespace shardlm

@@ -11,12 +11,16 @@
 #include "io/model_resolution.h"
 #include "io/safetensors.h"
 #include "models/causal_lm.h"
+#include "tokenizer/chat_template.h"
+#include "tokenizer/pretrained_tokenizer.h"
 #include "tokenizer/tokenizer.h"
 
 namespace shardlm {
 
 struct AutoTokenizer::Impl {
-  tokenizer::Tokenizer tokenizer;
+  tokenizer::PretrainedTokenizer pretrained;
+  std::optional<tokenizer::ChatTemplate> chat_template;
+  const tokenizer::Tokenizer& tokenizer() const { return pretrained.tokenizer(); }
 };
 
 struct AutoModelForCausalLM::Impl {
@@ -28,7 +32,7 @@ struct AutoModelForCausalLM::Impl {
 };
 
 namespace api {
-// tokenizer.json of a checkpoint, with tokenizer_config.json's decode settings.
+// tokenizer.json of a checkpoint adjusted by tokenizer_config.json, and its chat template.
 AutoTokenizer::Impl load_tokenizer(const io::ModelFiles& files);
 }  // namespace api
 

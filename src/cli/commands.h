@@ -7,5 +7,7 @@ namespace shardlm::cli {
 void add_generate_command(CLI::App& app);
 void add_devices_command(CLI::App& app);
 void add_download_command(CLI::App& app);
+void add_chat_command(CLI::App& app);
+void add_tokenize_command(CLI::App& app);
 
 }  // namespace shardlm::cli

@@ -17,9 +17,12 @@ struct CommandResult {
   std::string out, err;
 };
 
-CommandResult run(const std::string& arguments) {
+// Runs `shardlm ARGUMENTS`, with `input` on standard input.
+CommandResult run(const std::string& arguments, const std::string& input = "") {
   const std::string err_path = std::filesystem::temp_directory_path() / ("shardlm_cli_err_" + std::to_string(::getpid()));
-  const std::string command = std::string(SHARDLM_CLI_PATH) + " " + arguments + " 2>" + err_path;
+  const std::string in_path = err_path + ".in";
+  std::ofstream(in_path) << input;
+  const std::string command = std::string(SHARDLM_CLI_PATH) + " " + arguments + " <" + in_path + " 2>" + err_path;
   CommandResult result;
   FILE* pipe = ::popen(command.c_str(), "r");
   char buffer[4096];
@@ -29,6 +32,7 @@ CommandResult run(const std::string& arguments) {
   std::ifstream err(err_path);
   result.err.assign(std::istreambuf_iterator<char>(err), {});
   std::filesystem::remove(err_path);
+  std::filesystem::remove(in_path);
   return result;
 }
 
@@ -111,6 +115,53 @@ TEST(Cli, HelpExplainsEachCommand) {
                              "--device", "--output", "--stop"})
     EXPECT_TRUE(contains(generate.out, option)) << option;
   EXPECT_EQ(run("devices --help").exit_code, 0);
+}
+
+TEST(Cli, BatchOfPromptsPrintsOneLinePerPrompt) {
+  CommandResult result = run("generate -p 'Once upon a time' -p 'The little dog' -n 8 --output ids --stats");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(std::count(result.out.begin(), result.out.end(), '\n'), 2);
+  EXPECT_TRUE(contains(result.err, "compiles: 2")) << result.err;
+  EXPECT_TRUE(contains(result.err, "decode:")) << result.err;
+  CommandResult eager = run("generate -p 'Once upon a time' -p 'The little dog' -n 8 --output ids --no-compile");
+  EXPECT_EQ(eager.out, result.out);
+}
+
+TEST(Cli, TokenizeEncodesAndDecodesLines) {
+  CommandResult encoded = run("tokenize --add-special-tokens", "\"Once upon a time\"\n\"The little dog\"\n");
+  ASSERT_EQ(encoded.exit_code, 0) << encoded.err;
+  EXPECT_EQ(encoded.out, "{\"ids\":[1,403,407,261,378]}\n{\"ids\":[1,291,376,400,428]}\n");
+  CommandResult decoded = run("tokenize --decode --skip-special-tokens", "{\"ids\":[1,403,407,261,378]}\n");
+  ASSERT_EQ(decoded.exit_code, 0) << decoded.err;
+  EXPECT_EQ(decoded.out, "\"Once upon a time\"\n");
+  CommandResult bad = run("tokenize", "not json\n");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_TRUE(contains(bad.err, "line 1")) << bad.err;
+}
+
+TEST(Cli, ChatRendersTheTemplateAndKeepsTheConversation) {
+  namespace fs = std::filesystem;
+  const fs::path directory = fs::temp_directory_path() / ("shardlm_chat_" + std::to_string(::getpid()));
+  fs::create_directories(directory);
+  const fs::path stories = fs::path(SHARDLM_DATA_DIR) / "models/stories260K";
+  for (const char* file : {"config.json", "generation_config.json", "model.safetensors", "tokenizer.json"})
+    fs::copy_file(stories / file, directory / file, fs::copy_options::overwrite_existing);
+  nlohmann::json config = nlohmann::json::parse(std::ifstream(stories / "tokenizer_config.json"));
+  // A minimal template: user turns start with BOS, assistant turns end with EOS.
+  config["chat_template"] =
+      "{% for m in messages %}{% if m['role'] == 'user' %}{{ bos_token }}{{ m['content'] }}"
+      "{% else %}{{ m['content'] }}{{ eos_token }}{% endif %}{% endfor %}";
+  std::ofstream(directory / "tokenizer_config.json") << config.dump();
+
+  CommandResult chat = run("chat -m " + directory.string() + " -n 12", "Once upon a time\nThe dog\n/exit\n");
+  ASSERT_EQ(chat.exit_code, 0) << chat.err;
+  EXPECT_EQ(std::count(chat.out.begin(), chat.out.end(), '\n'), 2) << chat.out;
+  EXPECT_EQ(chat.out.rfind(", there was a little girl named Lily.", 0), 0u) << chat.out;
+
+  CommandResult no_template = run("chat", "hello\n");
+  EXPECT_EQ(no_template.exit_code, 1);
+  EXPECT_TRUE(contains(no_template.err, "no chat_template")) << no_template.err;
+  fs::remove_all(directory);
 }
 
 TEST(Cli, DevicesListsTheCpu) {

@@ -1,0 +1,73 @@
+#include "cli/model_options.h"
+
+#include "core/logging.h"
+
+namespace shardlm::cli {
+
+void add_model_options(CLI::App& command, ModelArguments& args) {
+  command.add_option("--model,-m", args.model,
+                     "Checkpoint directory (config.json, *.safetensors, tokenizer.json) or Hugging Face model id; "
+                     "default: the built-in stories260K model");
+  command.add_option("--revision", args.revision, "For a model id: branch, tag or commit hash")->capture_default_str();
+  command.add_option("--dtype", args.dtype, "Convert weights on load: float32, bfloat16 or float16 "
+                                            "(default: as stored)");
+  command.add_option("--device", args.device, "cpu, cuda, cuda:N or auto")->capture_default_str();
+  command.add_flag("--verbose,-v", args.verbose, "Log what is loaded, and each compile with its key and time");
+}
+
+void add_sampling_options(CLI::App& command, SamplingArguments& args) {
+  command.add_option("--max-new-tokens,-n", args.max_new_tokens,
+                     "Tokens to generate (default: generation_config.json, else max_length 20 minus the prompt)");
+  command.add_flag("--greedy", args.greedy, "Always pick the most likely token");
+  command.add_flag("--sample", args.sample, "Sample from the distribution (implied by the options below)");
+  command.add_option("--temperature", args.temperature, "Divide logits by this before sampling (> 0)");
+  command.add_option("--top-k", args.top_k, "Sample among the k most likely tokens (0: all)");
+  command.add_option("--top-p", args.top_p, "Sample among the most likely tokens whose mass reaches p (0, 1]");
+  command.add_option("--min-p", args.min_p, "Drop tokens less likely than min-p times the most likely one");
+  command.add_option("--repetition-penalty", args.repetition_penalty,
+                     "Penalize tokens already in the sequence (> 1 discourages repeats)");
+  command.add_option("--seed", args.seed, "Random seed: the same seed reproduces a sampled output");
+  command.add_option("--stop", args.stop, "Stop once the generated text contains this string (repeatable)");
+  command.add_option("--max-cache-len", args.max_cache_len,
+                     "KV cache length (default: min(max_position_embeddings, 4096), more if a request needs it)");
+  command.add_flag("--no-compile", args.no_compile,
+                   "Run the graph eagerly, op by op (the reference path; no fusion, no cached executables)");
+  command.add_option("--prefill-chunk", args.prefill_chunk,
+                     "Prompt tokens per prefill step (default 128); every prompt length reuses one executable");
+}
+
+GenerationConfig to_generation_config(const SamplingArguments& args) {
+  if (args.greedy && args.sample) fail("--greedy and --sample contradict each other");
+  GenerationConfig config;
+  config.max_new_tokens = args.max_new_tokens;
+  config.temperature = args.temperature;
+  config.top_k = args.top_k;
+  config.top_p = args.top_p;
+  config.min_p = args.min_p;
+  config.repetition_penalty = args.repetition_penalty;
+  config.seed = args.seed;
+  config.max_cache_len = args.max_cache_len;
+  config.stop_strings = args.stop;
+  config.prefill_chunk_size = args.prefill_chunk;
+  if (args.no_compile) config.disable_compile = true;
+  const bool sampling_option = args.temperature || args.top_k || args.top_p || args.min_p;
+  if (args.greedy) config.do_sample = false;
+  else if (args.sample || sampling_option) config.do_sample = true;
+  return config;
+}
+
+LoadedModel load_model(const ModelArguments& args) {
+  if (args.verbose) log::set_level(log::Level::info);
+  io::ModelFiles files = io::resolve_model(args.model, {.revision = args.revision});
+  // The loaders get the resolved directory, so tokenizer and weights come from one snapshot.
+  const std::string model_path = files.is_embedded() ? args.model : files.location();
+  std::optional<AutoTokenizer> tokenizer;
+  if (files.exists("tokenizer.json")) tokenizer = AutoTokenizer::from_pretrained(model_path);
+  PretrainedOptions options;
+  options.device_map = args.device;
+  if (!args.dtype.empty()) options.dtype = parse_dtype(args.dtype);
+  AutoModelForCausalLM model = AutoModelForCausalLM::from_pretrained(model_path, options);
+  return {std::move(files), std::move(tokenizer), std::move(model)};
+}
+
+}  // namespace shardlm::cli

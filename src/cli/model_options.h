@@ -1,0 +1,45 @@
+#pragma once
+// Options that several commands share: which model to load and how, and how to
+// sample. Each command adds them to its own CLI11 subcommand.
+
+#include <CLI/CLI.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "api/impl.h"
+
+namespace shardlm::cli {
+
+struct ModelArguments {
+  std::string model{io::default_model_id};
+  std::string revision = "main";
+  std::string dtype, device = "cpu";
+  bool verbose = false;
+};
+
+struct SamplingArguments {
+  std::optional<int64_t> max_new_tokens;
+  std::optional<float> temperature, top_p, min_p, repetition_penalty;
+  std::optional<int64_t> top_k;
+  std::optional<uint64_t> seed;
+  std::optional<int64_t> max_cache_len, prefill_chunk;
+  bool greedy = false, sample = false, no_compile = false;
+  std::vector<std::string> stop;
+};
+
+void add_model_options(CLI::App& command, ModelArguments& args);
+void add_sampling_options(CLI::App& command, SamplingArguments& args);
+GenerationConfig to_generation_config(const SamplingArguments& args);
+
+struct LoadedModel {
+  io::ModelFiles files;
+  std::optional<AutoTokenizer> tokenizer;  // when the checkpoint has tokenizer.json
+  AutoModelForCausalLM model;
+};
+// Resolves the model once (a model id costs one round of hub requests), then loads
+// the tokenizer (if any) and the weights from the same files.
+LoadedModel load_model(const ModelArguments& args);
+
+}  // namespace shardlm::cli
