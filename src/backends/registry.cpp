@@ -17,7 +17,7 @@ std::vector<BackendInfo> list_backends() {
 std::unique_ptr<Backend> create_backend(const std::string& device_map) {
   if (device_map == "cpu" || device_map == "cpu:0") return create_cpu_backend();
   if (device_map == "auto") {
-    log::info("device_map=auto: using cpu (no accelerator backend is available in this build)");
+    log::notice("device_map=auto: using cpu (no accelerator backend is available in this build)");
     return create_cpu_backend();
   }
   if (device_map.starts_with("cuda"))

@@ -169,6 +169,9 @@ TEST(Cli, DevicesListsTheCpu) {
   ASSERT_EQ(result.exit_code, 0);
   EXPECT_TRUE(contains(result.out, "cpu    yes")) << result.out;
   EXPECT_TRUE(contains(result.out, "cuda")) << result.out;
+  CommandResult picked = run("generate --device auto -n 3 --output ids");
+  EXPECT_EQ(picked.exit_code, 0) << picked.err;
+  EXPECT_TRUE(contains(picked.err, "device_map=auto: using cpu")) << picked.err;
 }
 
 }  // namespace
