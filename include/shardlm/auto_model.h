@@ -30,7 +30,8 @@ using TokenStreamer = std::function<void(size_t row, int64_t token, std::string_
 
 class AutoModelForCausalLM {
  public:
-  // A checkpoint directory (config.json, model.safetensors or its index), or
+  // A checkpoint directory (config.json, model.safetensors or its index), a model id
+  // ("org/name") found in or downloaded to the Hugging Face cache (docs/HUB.md), or
   // "embedded:stories260K" for the built-in model.
   static AutoModelForCausalLM from_pretrained(const std::string& path_or_id, const PretrainedOptions& options = {});
 

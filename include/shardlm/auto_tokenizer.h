@@ -31,8 +31,9 @@ struct BatchEncoding {
 
 class AutoTokenizer {
  public:
-  // A checkpoint directory holding tokenizer.json (tokenizer_config.json optional), or
-  // "embedded:stories260K" for the built-in model's tokenizer.
+  // A checkpoint directory holding tokenizer.json (tokenizer_config.json optional), a
+  // model id ("org/name") found in or downloaded to the Hugging Face cache
+  // (docs/HUB.md), or "embedded:stories260K" for the built-in model's tokenizer.
   static AutoTokenizer from_pretrained(const std::string& path_or_id);
 
   // add_special_tokens as tokenizer_config.json / the post-processor say (e.g. BOS).

@@ -30,7 +30,7 @@ struct GenerationConfig {
                                                  //  needs it; an existing cache that is large enough is reused]
   std::optional<std::string> cache_implementation;  // ["static"]: the only one
   std::optional<bool> disable_compile;           // [false]: run the graph eagerly (the reference path)
-  std::optional<int64_t> prefill_chunk_size;     // [128]: prompt tokens per prefill step (the last chunk padded)
+  std::optional<int64_t> prefill_chunk_size;     // [32]: prompt tokens per prefill step (the last chunk padded)
 };
 
 }  // namespace shardlm

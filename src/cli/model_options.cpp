@@ -33,7 +33,7 @@ void add_sampling_options(CLI::App& command, SamplingArguments& args) {
   command.add_flag("--no-compile", args.no_compile,
                    "Run the graph eagerly, op by op (the reference path; no fusion, no cached executables)");
   command.add_option("--prefill-chunk", args.prefill_chunk,
-                     "Prompt tokens per prefill step (default 128); every prompt length reuses one executable");
+                     "Prompt tokens per prefill step (default 32); every prompt length reuses one executable");
 }
 
 GenerationConfig to_generation_config(const SamplingArguments& args) {

@@ -36,7 +36,7 @@ ResolvedGeneration resolve_generation(const GenerationConfig& model, const Gener
   resolved.stop_strings = request.stop_strings.empty() ? model.stop_strings : request.stop_strings;
   resolved.seed = request.seed ? *request.seed : std::random_device{}();
   resolved.compile = !pick(request.disable_compile, model.disable_compile, false);
-  resolved.prefill_chunk_size = pick(request.prefill_chunk_size, model.prefill_chunk_size, int64_t{128});
+  resolved.prefill_chunk_size = pick(request.prefill_chunk_size, model.prefill_chunk_size, default_prefill_chunk_size);
   SHARDLM_CHECK(resolved.prefill_chunk_size > 0, "prefill_chunk_size must be positive, got ",
                 resolved.prefill_chunk_size);
 

@@ -37,6 +37,11 @@ struct GenerationResult {
 // UTF-8 character or a strippable space is pending; empty without a tokenizer).
 using TokenCallback = std::function<void(size_t row, int64_t token, std::string_view text)>;
 
+// Prompt tokens per prefill step. Every row of a chunk costs a full forward even when
+// it is padding, so short prompts favour small chunks; 32 rows already reuse each
+// weight row 32 times.
+inline constexpr int64_t default_prefill_chunk_size = 32;
+
 // Every setting generate() uses, after the caller's over the model's over transformers' defaults.
 struct ResolvedGeneration {
   SamplingSettings sampling;
@@ -46,7 +51,7 @@ struct ResolvedGeneration {
   std::vector<int64_t> eos_token_id;
   std::vector<std::string> stop_strings;
   bool compile = true;
-  int64_t prefill_chunk_size = 128;
+  int64_t prefill_chunk_size = default_prefill_chunk_size;
 };
 ResolvedGeneration resolve_generation(const GenerationConfig& model_defaults, const GenerationConfig& request,
                                       int64_t longest_prompt, int64_t max_position_embeddings);
@@ -63,7 +68,7 @@ struct GenerationStats {
 
 struct ExecutionOptions {
   bool compile = true;
-  int64_t prefill_chunk_size = 128;
+  int64_t prefill_chunk_size = default_prefill_chunk_size;
 };
 
 class Generator {

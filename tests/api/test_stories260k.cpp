@@ -176,3 +176,22 @@ TEST(Stories260KGeneration, LoadsFromADirectoryAndConvertsDtypes) {
 
 }  // namespace
 }  // namespace shardlm
+
+namespace shardlm {
+namespace {
+
+// The example of DESIGN.md's "The user's view", as written there (on the built-in model).
+TEST(UsersView, DesignExampleCompilesAndRuns) {
+  auto tokenizer = shardlm::AutoTokenizer::from_pretrained("embedded:stories260K");
+  auto model = shardlm::AutoModelForCausalLM::from_pretrained(
+      "embedded:stories260K", {.dtype = shardlm::DType::bf16, .device_map = "cpu"});
+  auto inputs = tokenizer("The French Bread Law states");
+  auto output = model.generate(inputs, {.do_sample = true, .max_new_tokens = 50, .cache_implementation = "static"});
+  std::string text = tokenizer.decode(output[0], /*skip_special_tokens=*/true);
+  EXPECT_EQ(text.rfind("The French Bread Law states", 0), 0u) << text;
+  EXPECT_GT(output[0].size(), inputs.input_ids[0].size());  // sampling may end at EOS before 50
+  EXPECT_LE(output[0].size(), inputs.input_ids[0].size() + 50);
+}
+
+}  // namespace
+}  // namespace shardlm
