@@ -1,5 +1,7 @@
 #include "tokenizer/added_tokens.h"
 
+#include <utf8proc.h>
+
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
@@ -10,8 +12,21 @@ namespace shardlm::tokenizer::detail {
 
 namespace {
 
-// The library tests single_word boundaries with \w (letters, marks, digits, '_').
-bool is_word_char(uint32_t c) { return c == '_' || utf8::is_alphanumeric(c); }
+// The library tests single_word boundaries with the Rust regex crate's \w: Alphabetic,
+// marks, decimal digits, connector punctuation and the joiners ZWNJ/ZWJ.
+bool is_word_char(uint32_t c) {
+  if (c < 0x80) return c == '_' || (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z');
+  if (c == 0x200C || c == 0x200D) return true;
+  switch (utf8proc_category(static_cast<utf8proc_int32_t>(c))) {
+    case UTF8PROC_CATEGORY_LU: case UTF8PROC_CATEGORY_LL: case UTF8PROC_CATEGORY_LT:
+    case UTF8PROC_CATEGORY_LM: case UTF8PROC_CATEGORY_LO: case UTF8PROC_CATEGORY_MN:
+    case UTF8PROC_CATEGORY_MC: case UTF8PROC_CATEGORY_ME: case UTF8PROC_CATEGORY_ND:
+    case UTF8PROC_CATEGORY_NL: case UTF8PROC_CATEGORY_PC:
+      return true;
+    default:
+      return false;
+  }
+}
 
 size_t trim_end_length(std::string_view s) {
   size_t end = s.size();

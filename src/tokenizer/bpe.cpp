@@ -26,7 +26,7 @@ constexpr uint32_t kCharTableSize = 0x3000;
 constexpr size_t kLinearMergeLimit = 96;
 // The word cache stops growing at this many entries or bytes of words and ids.
 constexpr size_t kCacheCapacity = 200000;
-constexpr size_t kCacheMaxBytes = size_t{64} << 20;
+constexpr size_t kCacheMaxBytes = size_t{16} << 20;
 constexpr size_t kCacheMaxWordBytes = 4096;
 
 class BpeModel final : public Model {

@@ -22,6 +22,9 @@ struct Template;
 
 struct ChatRenderOptions {
   bool add_generation_prompt = false;
+  // transformers' continue_final_message: the name of the final message's field to leave
+  // open ("content", or a reasoning field), so the model continues it; empty: off.
+  std::string continue_final_message;
   // JSON null means "not given": the template sees None, as with transformers' defaults.
   // Ordered JSON keeps the caller's key order, which `tojson` prints.
   nlohmann::ordered_json tools;
@@ -59,6 +62,7 @@ class ChatTemplate {
  private:
   std::shared_ptr<const jinja::Template> template_;
   std::string source_name_;
+  std::string source_;  // transformers checks the template text for continue_final_message
 };
 
 }  // namespace shardlm::tokenizer

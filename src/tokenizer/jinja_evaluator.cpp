@@ -96,11 +96,10 @@ bool contains(const Value& container, const Value& item) {
       return container.as_string().find(item.as_string()) != std::string::npos;
     case Value::Kind::List:
     case Value::Kind::Tuple:
+      if (const std::string* error = container.generator_error()) throw Error(*error);
       return std::any_of(container.as_list().begin(), container.as_list().end(),
                          [&](const Value& v) { return equals(v, item); });
     case Value::Kind::Dict: return container.as_dict().find(item) != nullptr;
-    case Value::Kind::Object:
-      return item.is_string() && container.as_object().find(item.as_string()) != nullptr;
     default: fail("TypeError: argument of type '", container.type_name(), "' is not iterable");
   }
 }
@@ -187,8 +186,11 @@ Evaluator::Flow Evaluator::exec(const Stmt& stmt, std::string& out) {
       return Flow::Normal;
     case Stmt::Kind::SetBlock:
     case Stmt::Kind::FilterBlock: {
+      // The body has its own scope: a set inside it is gone afterwards.
       std::string rendered;
+      frames_.back().scopes.emplace_back();
       const Flow flow = exec_body(stmt.bodies[0], rendered);
+      frames_.back().scopes.pop_back();
       Value value(std::move(rendered));
       for (const auto& filter : stmt.filters) value = eval_filter(*filter, &value);
       if (stmt.kind == Stmt::Kind::SetBlock) {
@@ -285,10 +287,6 @@ void Evaluator::exec_for(const Stmt& stmt, std::string& out, Flow& flow) {
     }
     items = std::move(kept);
   }
-  if (items.empty()) {
-    if (stmt.bodies.size() > 1) flow = exec_body(stmt.bodies[1], out);
-    return;
-  }
   const auto count = static_cast<int64_t>(items.size());
   ++loop_depth_;
   // One loop object that advances, as jinja2's LoopContext does: `{% set outer = loop %}`
@@ -307,6 +305,9 @@ void Evaluator::exec_for(const Stmt& stmt, std::string& out, Flow& flow) {
                          return args.positional[index0 % static_cast<int64_t>(args.positional.size())];
                        })}};
   const Value loop_value = Value::object(loop);
+  // jinja2 runs the else block unless some iteration reached the end of the body: a loop
+  // whose every iteration ended in break or continue runs it too.
+  bool completed_an_iteration = false;
   for (int64_t i = 0; i < count; ++i) {
     if (++steps_ > limits_.max_steps) fail("the chat template runs more than ", limits_.max_steps, " steps");
     auto& a = loop->attributes;
@@ -324,15 +325,21 @@ void Evaluator::exec_for(const Stmt& stmt, std::string& out, Flow& flow) {
     frames_.back().scopes.push_back(std::move(scope));
     const Flow body_flow = exec_body(stmt.bodies[0], out);
     frames_.back().scopes.pop_back();
+    if (body_flow == Flow::Normal) completed_an_iteration = true;
     if (body_flow == Flow::Break) break;
   }
   --loop_depth_;
+  if (!completed_an_iteration && stmt.bodies.size() > 1) flow = exec_body(stmt.bodies[1], out);
 }
 
 Value Evaluator::make_macro(const Stmt& stmt) {
+  // A macro closes over the scopes it is defined in (a loop's variables, an enclosing
+  // macro's parameters). The template's top level stays live: it is looked up at call time.
+  std::vector<Scope> closure = frames_.back().scopes;
+  if (frames_.size() == 1) closure.erase(closure.begin());
   const Stmt* macro = &stmt;
-  return Value::callable(stmt.name, [this, macro](Evaluator&, CallArgs& args) {
-    return run_macro(*macro, macro->bodies[0], macro->parameters, {}, args, nullptr);
+  return Value::callable(stmt.name, [this, macro, closure](Evaluator&, CallArgs& args) {
+    return run_macro(*macro, macro->bodies[0], macro->parameters, closure, args, nullptr);
   });
 }
 
@@ -484,9 +491,13 @@ Value Evaluator::eval_slice(const Value& object, const Expr& slice) {
   if (step == 0) fail("ValueError: slice step cannot be zero");
   const bool is_string = object.is_string();
   if (object.is_sequence() && object.flavor() != Value::Flavor::Plain && object.flavor() != Value::Flavor::Range) {
-    return Value::undefined(str_cat("'", object.type_name(), "' object is not subscriptable"));
+    fail("TypeError: '", object.type_name(), "' object is not subscriptable");
   }
-  if (!is_string && !object.is_sequence()) fail("TypeError: '", object.type_name(), "' object is not subscriptable");
+  // Unlike x[i], jinja2 compiles x[a:b] to a plain Python slice, so errors are not softened.
+  if (!is_string && !object.is_sequence()) {
+    if (object.is_dict()) fail("TypeError: unhashable type: 'slice'");
+    fail("TypeError: '", object.type_name(), "' object is not subscriptable");
+  }
   const std::u32string chars = is_string ? decode_utf8(object.as_string()) : std::u32string();
   const int64_t size = is_string ? static_cast<int64_t>(chars.size()) : static_cast<int64_t>(object.as_list().size());
   // Python's PySlice_AdjustIndices.

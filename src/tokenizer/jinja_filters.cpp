@@ -102,6 +102,8 @@ Value do_round(const Value& value, const Value& precision_value, const std::stri
 }
 
 Value do_int(const Value& value, const Value& fallback) {
+  // int(Undefined) raises UndefinedError, which the filter's except clause does not catch.
+  if (value.is_undefined()) fail_undefined(value);
   if (value.is_int()) return Value(value.as_int());
   if (value.kind() == Value::Kind::Float) {
     if (!std::isfinite(value.as_double())) return fallback;
@@ -122,6 +124,7 @@ Value do_int(const Value& value, const Value& fallback) {
 }
 
 Value do_float(const Value& value, const Value& fallback) {
+  if (value.is_undefined()) fail_undefined(value);
   if (value.is_number()) return Value(value.as_double());
   if (value.is_string()) {
     const std::string s = python_strip(value.as_string(), Value::none(), true, true);
@@ -159,6 +162,8 @@ Value select_filter(Evaluator& evaluator, const std::string& name, const Value& 
   if (next < args.positional.size()) test = to_str(args.positional[next++]);
   if (!args.keyword.empty()) fail("TypeError: ", name, "() takes no keyword arguments");
   List out;
+  // jinja2's select family and map start with `if value:`, so a falsy input yields nothing.
+  if (!truthy(input)) return Value::generator({});
   for (const auto& item : as_items(input)) {
     const Value subject = by_attribute ? get_path(evaluator, item, attribute) : item;
     bool match = false;
@@ -176,6 +181,7 @@ Value select_filter(Evaluator& evaluator, const std::string& name, const Value& 
 
 Value map_filter(Evaluator& evaluator, const Value& input, CallArgs& args) {
   List out;
+  if (!truthy(input)) return Value::generator({});
   const auto attribute = std::find_if(args.keyword.begin(), args.keyword.end(), [](const auto& kw) { return kw.first == "attribute"; });
   if (attribute != args.keyword.end()) {
     Value fallback;
@@ -241,8 +247,10 @@ Value indent_filter(Evaluator& evaluator, const Value& input, CallArgs& args) {
   if (!width.is_string()) check_size(static_cast<size_t>(std::max<int64_t>(0, width.as_int())), "indentation");
   const std::string indentation =
       width.is_string() ? width.as_string() : std::string(static_cast<size_t>(std::max<int64_t>(0, width.as_int())), ' ');
-  // jinja2 appends a newline first so that splitlines keeps a trailing empty line.
-  const std::vector<std::string> lines = split_lines(evaluator, to_str(input) + "\n");
+  // jinja2 appends a newline to the value itself (`s += "\n"`), which only a str allows.
+  if (input.is_undefined()) fail_undefined(input);
+  if (!input.is_string()) fail("TypeError: unsupported operand type(s) for +=: '", input.type_name(), "' and 'str'");
+  const std::vector<std::string> lines = split_lines(evaluator, input.as_string() + "\n");
   std::string out;
   if (truthy(a.get(2))) {
     for (size_t i = 0; i < lines.size(); ++i) out += (i > 0 ? "\n" + indentation : "") + lines[i];
@@ -272,7 +280,26 @@ Value aggregate(Evaluator& evaluator, const std::string& name, const Value& inpu
 
 }  // namespace
 
+namespace {
+Value apply_eager_filter(Evaluator& evaluator, const std::string& name, const Value& input, CallArgs& args);
+}  // namespace
+
 Value apply_filter(Evaluator& evaluator, const std::string& name, const Value& input, CallArgs& args) {
+  static const char* const generator_filters[] = {"select", "reject", "selectattr", "rejectattr", "map",
+                                                  "unique", "batch",  "items"};
+  const bool lazy = std::any_of(std::begin(generator_filters), std::end(generator_filters),
+                                [&](const char* f) { return name == f; });
+  if (!lazy) return apply_eager_filter(evaluator, name, input, args);
+  try {
+    return apply_eager_filter(evaluator, name, input, args);
+  } catch (const Error& e) {
+    return Value::failed_generator(e.what());
+  }
+}
+
+namespace {
+
+Value apply_eager_filter(Evaluator& evaluator, const std::string& name, const Value& input, CallArgs& args) {
   if (name == "tojson") return tojson_filter(input, args);
   if (name == "trim") {
     Arguments a(name, args, {"chars"});
@@ -481,6 +508,8 @@ Value apply_filter(Evaluator& evaluator, const std::string& name, const Value& i
   fail("TemplateAssertionError: no filter named '", name, "'");
 }
 
+}  // namespace
+
 bool is_known_filter(const std::string& name) {
   static const char* const known[] = {
       "tojson", "trim", "length", "count", "upper", "lower", "capitalize", "title", "string", "safe", "escape", "e",
@@ -529,7 +558,8 @@ bool apply_test(Evaluator& evaluator, const std::string& name, const Value& inpu
     return input.is_undefined() || input.is_string() || input.is_dict() ||
            (input.is_sequence() && (input.flavor() == Value::Flavor::Plain || input.flavor() == Value::Flavor::Range));
   }
-  if (name == "callable") return no_arguments(), input.is_callable();
+  // Undefined defines __call__ (to raise), so Python's callable() says yes.
+  if (name == "callable") return no_arguments(), input.is_callable() || input.is_undefined();
   if (name == "escaped") return no_arguments(), false;
   if (name == "lower" || name == "upper") {
     no_arguments();
@@ -537,9 +567,20 @@ bool apply_test(Evaluator& evaluator, const std::string& name, const Value& inpu
     return truthy(get_method(Value(to_str(input)), name == "lower" ? "islower" : "isupper").as_callable().function(evaluator, none));
   }
   if (name == "even" || name == "odd" || name == "divisibleby") {
-    const int64_t divisor = name == "divisibleby" ? one_argument().as_int() : 2;
+    const Value divisor_value = name == "divisibleby" ? one_argument() : Value(2);
     if (name != "divisibleby") no_arguments();
-    if (!input.is_int()) fail("TypeError: the test '", name, "' needs an integer, not ", input.type_name());
+    if (!input.is_number() || !divisor_value.is_number()) {
+      fail("TypeError: the test '", name, "' needs a number, not ", input.type_name());
+    }
+    if (input.kind() == Value::Kind::Float || divisor_value.kind() == Value::Kind::Float) {
+      // Python's float %: the remainder takes the divisor's sign.
+      const double d = divisor_value.as_double();
+      if (d == 0.0) fail("ZeroDivisionError: float modulo");
+      double r = std::fmod(input.as_double(), d);
+      if (r != 0.0 && ((r < 0) != (d < 0))) r += d;
+      return name == "odd" ? r == 1.0 : r == 0.0;
+    }
+    const int64_t divisor = divisor_value.as_int();
     if (divisor == 0) fail("ZeroDivisionError: integer division or modulo by zero");
     if (divisor == -1 || divisor == 1) return name != "odd";
     const int64_t remainder = ((input.as_int() % divisor) + divisor) % divisor;

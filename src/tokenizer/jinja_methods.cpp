@@ -450,7 +450,9 @@ Value get_method(const Value& receiver, const std::string& name) {
                                                                : Value::Flavor::DictValues);
     });
   }
-  if (receiver.is_sequence() && (name == "index" || name == "count")) {
+  const bool has_list_methods = receiver.is_sequence() && (receiver.flavor() == Value::Flavor::Plain ||
+                                                           receiver.flavor() == Value::Flavor::Range);
+  if (has_list_methods && (name == "index" || name == "count")) {
     return Value::callable("list." + name, [receiver, name](Evaluator&, CallArgs& args) -> Value {
       Arguments a("list." + name, args, {"value"});
       const List& items = receiver.as_list();
@@ -517,7 +519,9 @@ std::string percent_format(const std::string& format, const Value& arguments) {
     }
     i = j;
   }
-  if (next < values.size()) fail("TypeError: not all arguments converted during string formatting");
+  // Python treats a list or dict argument as a mapping and never complains that it went unused.
+  const bool mapping_like = arguments.kind() == Value::Kind::List || arguments.is_dict();
+  if (next < values.size() && !mapping_like) fail("TypeError: not all arguments converted during string formatting");
   return out;
 }
 

@@ -621,7 +621,7 @@ class Parser {
           args.push_back(parse_subscribed());
         }
         advance();
-        if (args.empty()) fail_at(token, "empty subscript");
+        // `x[]` subscripts with an empty tuple, as jinja2 parses it.
         auto e = make(Expr::Kind::GetItem, token);
         e->children.push_back(std::move(node));
         if (args.size() == 1) {

@@ -339,6 +339,11 @@ std::string repr(const Value& value) {
     }
     case Value::Kind::Object: {
       const Object& object = value.as_object();
+      if (object.type_name == "LoopContext") {
+        const Value* index = object.find("index");
+        const Value* count = object.find("length");
+        return str_cat("<LoopContext ", index ? to_str(*index) : "?", "/", count ? to_str(*count) : "?", ">");
+      }
       if (object.type_name != "Namespace") fail("printing a ", object.type_name, " object is not supported");
       std::string out = "<Namespace {";
       for (size_t i = 0; i < object.attributes.size(); ++i) {
@@ -476,7 +481,9 @@ List iterate(const Value& value) {
   switch (value.kind()) {
     case Value::Kind::Undefined: return {};
     case Value::Kind::List:
-    case Value::Kind::Tuple: return value.as_list();
+    case Value::Kind::Tuple:
+      if (const std::string* error = value.generator_error()) throw Error(*error);
+      return value.as_list();
     case Value::Kind::Dict: {
       List keys;
       for (const auto& entry : value.as_dict().entries) keys.push_back(entry.first);

@@ -71,6 +71,14 @@ class Value {
   enum class Flavor : uint8_t { Plain, Generator, DictKeys, DictValues, DictItems, Range };
   static Value list(List items) { return sequence(Kind::List, std::move(items)); }
   static Value generator(List items) { return flavored(std::move(items), Flavor::Generator, {}); }
+  // jinja2's filters yield lazily, so an error inside one surfaces only when something
+  // consumes the generator; until then it is an ordinary (truthy) generator.
+  static Value failed_generator(std::string error) {
+    return flavored({}, Flavor::Generator, error.empty() ? std::string("generator failed") : std::move(error));
+  }
+  const std::string* generator_error() const {
+    return flavor_ == Flavor::Generator && string_ ? string_.get() : nullptr;
+  }
   static Value dict_view(List items, Flavor flavor) { return flavored(std::move(items), flavor, {}); }
   static Value range(List items, std::string python_repr) {
     return flavored(std::move(items), Flavor::Range, std::move(python_repr));

@@ -3,6 +3,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -37,14 +38,125 @@ ThreadMatchState& thread_state() {
   return state;
 }
 
+struct UnicodeAddition {
+  uint32_t first, last;
+  const char* category;
+};
+
+const UnicodeAddition kUnicodeAdditions[] = {
+#include "tokenizer/unicode_additions.inc"
+};
+
+// Ranges to add to \p{name}: what Unicode 16.0 puts in that general category beyond
+// Unicode 14.0. `name` is a category ("L", "Lu", "L&", ...); anything else gets none.
+std::string added_ranges(std::string_view name) {
+  std::string out;
+  for (const UnicodeAddition& a : kUnicodeAdditions) {
+    std::string_view category(a.category);
+    bool hit = name.size() == 1   ? category[0] == name[0]
+               : name == "L&"     ? category == "Lu" || category == "Ll" || category == "Lt"
+                                  : category == name;
+    if (!hit) continue;
+    char buffer[40];
+    if (a.first == a.last) {
+      std::snprintf(buffer, sizeof(buffer), "\\x{%X}", a.first);
+    } else {
+      std::snprintf(buffer, sizeof(buffer), "\\x{%X}-\\x{%X}", a.first, a.last);
+    }
+    out += buffer;
+  }
+  return out;
+}
+
 }  // namespace
+
+std::string widen_unicode_classes(const std::string& pattern) {
+  std::string out;
+  out.reserve(pattern.size());
+  bool in_class = false;
+  size_t i = 0;
+  const size_t n = pattern.size();
+  while (i < n) {
+    char c = pattern[i];
+    if (c == '\\' && i + 1 < n) {
+      char e = pattern[i + 1];
+      if (e == 'Q') {  // \Q...\E is literal text
+        size_t end = pattern.find("\\E", i + 2);
+        size_t stop = end == std::string::npos ? n : end + 2;
+        out.append(pattern, i, stop - i);
+        i = stop;
+        continue;
+      }
+      if (e == 'p' || e == 'P') {
+        size_t j = i + 2;
+        std::string name;
+        if (j < n && pattern[j] == '{') {
+          size_t close = pattern.find('}', j);
+          if (close == std::string::npos) break;  // let PCRE2 report it
+          name = pattern.substr(j + 1, close - j - 1);
+          j = close + 1;
+        } else if (j < n) {
+          name = pattern.substr(j, 1);
+          j += 1;
+        }
+        bool negated = e == 'P';
+        if (!name.empty() && name[0] == '^') {
+          negated = !negated;
+          name.erase(0, 1);
+        }
+        std::string extra = added_ranges(name);
+        std::string original = pattern.substr(i, j - i);
+        if (extra.empty() || (in_class && negated)) {
+          out += original;  // a negated property inside a class cannot take additions
+        } else if (in_class) {
+          out += original + extra;
+        } else {
+          out += str_cat(negated ? "[^" : "[", "\\p{", name, "}", extra, "]");
+        }
+        i = j;
+        continue;
+      }
+      out.append(pattern, i, 2);
+      i += 2;
+      continue;
+    }
+    if (in_class) {
+      if (c == '[' && i + 1 < n && pattern[i + 1] == ':') {  // [:alpha:]
+        size_t end = pattern.find(":]", i + 2);
+        size_t stop = end == std::string::npos ? n : end + 2;
+        out.append(pattern, i, stop - i);
+        i = stop;
+        continue;
+      }
+      if (c == ']') in_class = false;
+      out += c;
+      ++i;
+      continue;
+    }
+    out += c;
+    ++i;
+    if (c == '[') {
+      in_class = true;
+      if (i < n && pattern[i] == '^') out += pattern[i++];
+      if (i < n && pattern[i] == ']') out += pattern[i++];  // a leading ] is literal
+    }
+  }
+  if (i < n) out.append(pattern, i, n - i);
+  return out;
+}
 
 Regex::Regex(const std::string& pattern, const JsonPath& where) : pattern_(pattern) {
   int error = 0;
   PCRE2_SIZE offset = 0;
-  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
+  // Oniguruma, which the Rust library uses, has Unicode 16.0 tables; PCRE2 10.42 has 14.0.
+  std::string widened = widen_unicode_classes(pattern);
+  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(widened.data()), widened.size(),
                                    PCRE2_UTF | PCRE2_UCP, &error, &offset, nullptr);
   if (code == nullptr) {
+    // Report the error against the pattern as written where that one fails too.
+    pcre2_code* plain = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
+                                      PCRE2_UTF | PCRE2_UCP, &error, &offset, nullptr);
+    pcre2_code_free(plain);
     where.fail(str_cat("invalid regex /", pattern, "/: ", pcre2_message(error), " at offset ",
                        offset));
   }

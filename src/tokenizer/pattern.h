@@ -34,6 +34,10 @@ class Regex {
   std::string pattern_;
 };
 
+// Adds to every \p{category} of `pattern` the code points Unicode 16.0 assigned to that
+// category after Unicode 14.0 (unicode_additions.inc), so PCRE2 agrees with Oniguruma.
+std::string widen_unicode_classes(const std::string& pattern);
+
 class Pattern {
  public:
   static Pattern from_json(const Json& json, const JsonPath& where);

@@ -59,9 +59,73 @@ std::shared_ptr<TokenizerImpl> TokenizerImpl::load(const Json& json, const std::
   impl->post_processor = make_post_processor(section("post_processor"), root.child("post_processor"));
   impl->decoder = make_decoder(section("decoder"), root.child("decoder"));
   impl->added.load(section("added_tokens"), root.child("added_tokens"), impl->normalizer.get());
-  // "truncation" and "padding" are ignored: transformers resets both on every call and
-  // applies its own arguments (see PretrainedTokenizer).
+  impl->truncation = parse_truncation(section("truncation"), root.child("truncation"));
+  impl->padding = parse_padding(section("padding"), root.child("padding"));
   return impl;
+}
+
+std::optional<TokenizerImpl::Truncation> TokenizerImpl::parse_truncation(const Json& json, const JsonPath& where) {
+  if (json.is_null()) return std::nullopt;
+  Truncation out;
+  int64_t max_length = get_int_or(json, "max_length", -1, where);
+  if (max_length < 0) where.child("max_length").fail("expected a non-negative integer");
+  out.max_length = static_cast<size_t>(max_length);
+  std::string direction = get_string_or(json, "direction", "Right", where);
+  if (direction != "Right" && direction != "Left") where.child("direction").fail("expected \"Right\" or \"Left\"");
+  out.left = direction == "Left";
+  return out;
+}
+
+std::optional<TokenizerImpl::Padding> TokenizerImpl::parse_padding(const Json& json, const JsonPath& where) {
+  if (json.is_null()) return std::nullopt;
+  Padding out;
+  const Json& strategy = require(json, "strategy", where);
+  if (strategy.is_object() && strategy.contains("Fixed") && strategy["Fixed"].is_number_unsigned()) {
+    out.fixed_length = strategy["Fixed"].get<size_t>();
+  } else if (strategy != "BatchLongest") {
+    where.child("strategy").fail("expected \"BatchLongest\" or {\"Fixed\": n}");
+  }
+  std::string direction = get_string_or(json, "direction", "Right", where);
+  if (direction != "Right" && direction != "Left") where.child("direction").fail("expected \"Right\" or \"Left\"");
+  out.left = direction == "Left";
+  out.multiple_of = static_cast<size_t>(std::max<int64_t>(0, get_int_or(json, "pad_to_multiple_of", 0, where)));
+  out.pad_id = static_cast<int32_t>(get_int_or(json, "pad_id", 0, where));
+  return out;
+}
+
+void TokenizerImpl::encode_library(std::string_view text, bool add_special_tokens, std::vector<int32_t>& ids) const {
+  if (!truncation) {
+    encode(text, add_special_tokens, ids);
+    return;
+  }
+  encode(text, false, ids);
+  size_t added = add_special_tokens && post_processor ? static_cast<size_t>(post_processor->added_tokens()) : 0;
+  size_t budget = truncation->max_length > added ? truncation->max_length - added : 0;
+  if (ids.size() > budget) {
+    if (truncation->left) {
+      ids.erase(ids.begin(), ids.end() - static_cast<ptrdiff_t>(budget));
+    } else {
+      ids.resize(budget);
+    }
+  }
+  if (add_special_tokens && post_processor) post_processor->process(ids);
+}
+
+void TokenizerImpl::pad(std::vector<std::vector<int32_t>>& batch) const {
+  if (!padding) return;
+  size_t target = 0;
+  if (padding->fixed_length) {
+    target = *padding->fixed_length;
+  } else {
+    for (const auto& ids : batch) target = std::max(target, ids.size());
+  }
+  if (padding->multiple_of > 0 && target % padding->multiple_of != 0) {
+    target += padding->multiple_of - target % padding->multiple_of;
+  }
+  for (auto& ids : batch) {
+    if (ids.size() >= target) continue;
+    ids.insert(padding->left ? ids.begin() : ids.end(), target - ids.size(), padding->pad_id);
+  }
 }
 
 void TokenizerImpl::encode_plain(std::string_view text, bool at_origin, std::vector<int32_t>& ids) const {
@@ -149,15 +213,17 @@ Tokenizer Tokenizer::from_json(std::string_view json_text, const std::string& so
 }
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special_tokens) const {
-  std::vector<int32_t> ids;
-  impl_->encode(text, add_special_tokens, ids);
-  return ids;
+  std::vector<std::vector<int32_t>> one(1);
+  impl_->encode_library(text, add_special_tokens, one[0]);
+  impl_->pad(one);
+  return std::move(one[0]);
 }
 
 std::vector<std::vector<int32_t>> Tokenizer::encode_batch(std::span<const std::string> texts,
                                                           bool add_special_tokens) const {
   std::vector<std::vector<int32_t>> out(texts.size());
-  for (size_t i = 0; i < texts.size(); ++i) impl_->encode(texts[i], add_special_tokens, out[i]);
+  for (size_t i = 0; i < texts.size(); ++i) impl_->encode_library(texts[i], add_special_tokens, out[i]);
+  impl_->pad(out);
   return out;
 }
 

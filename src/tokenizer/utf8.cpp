@@ -127,19 +127,6 @@ bool is_whitespace(uint32_t c) {
          c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
 }
 
-bool is_alphanumeric(uint32_t c) {
-  if (c < 0x80) return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z');
-  switch (utf8proc_category(static_cast<utf8proc_int32_t>(c))) {
-    case UTF8PROC_CATEGORY_LU: case UTF8PROC_CATEGORY_LL: case UTF8PROC_CATEGORY_LT:
-    case UTF8PROC_CATEGORY_LM: case UTF8PROC_CATEGORY_LO: case UTF8PROC_CATEGORY_ND:
-    case UTF8PROC_CATEGORY_NL: case UTF8PROC_CATEGORY_NO: case UTF8PROC_CATEGORY_MN:
-    case UTF8PROC_CATEGORY_MC:
-      return true;
-    default:
-      return false;
-  }
-}
-
 bool is_numeric(uint32_t c) {
   if (c < 0x80) return c >= '0' && c <= '9';
   auto cat = utf8proc_category(static_cast<utf8proc_int32_t>(c));

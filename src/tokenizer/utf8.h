@@ -53,9 +53,6 @@ size_t incomplete_suffix_length(std::string_view bytes);
 
 // Rust char::is_whitespace (the Unicode White_Space property).
 bool is_whitespace(uint32_t c);
-// Rust char::is_alphanumeric (approximated by general categories L*, N*, and Mn/Mc
-// which Unicode's Alphabetic property mostly covers).
-bool is_alphanumeric(uint32_t c);
 // Rust char::is_numeric: general category Nd, Nl or No.
 bool is_numeric(uint32_t c);
 // tokenizers' is_punc: ASCII punctuation or a Unicode P* category.

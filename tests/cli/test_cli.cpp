@@ -91,6 +91,8 @@ TEST(Cli, BadInputGetsAClearErrorAndNoOutput) {
            {"generate --input-ids 1,9999 -n 2", "outside the vocabulary"},
            {"generate -p hi --greedy --sample", "contradict"},
            {"generate -p hi --temperature 0", "temperature must be positive"},
+           {"generate -p hi --max-cache-len 1000000000000000", "lower max_cache_len"},
+           {"generate -p hi --prefill-chunk 0", "prefill_chunk_size must be positive"},
        }) {
     CommandResult result = run(c.arguments);
     EXPECT_EQ(result.exit_code, 1) << c.arguments;

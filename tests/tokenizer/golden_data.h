@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "tokenizer/tokenizer.h"
 
 namespace shardlm::tokenizer::testing {
@@ -18,6 +19,20 @@ namespace shardlm::tokenizer::testing {
 inline const std::vector<std::string>& golden_tokenizer_names() {
   static const std::vector<std::string> names = {"stories260K", "qwen3",  "llama3",
                                                  "llama3_1",    "gemma3", "deepseek_v3"};
+  return names;
+}
+
+// The six real tokenizers plus small ones trained by make_synthetic.py to cover the
+// components the real ones do not use; these have only "library" expectations.
+inline const std::vector<std::string>& library_golden_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> all = golden_tokenizer_names();
+    for (const char* name : {"synthetic_wordpiece_bert", "synthetic_metaspace_bpe", "synthetic_bytelevel_regex",
+                             "synthetic_digits_punct_suffix", "synthetic_whitespace_split"}) {
+      all.push_back(name);
+    }
+    return all;
+  }();
   return names;
 }
 

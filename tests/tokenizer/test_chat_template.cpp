@@ -102,6 +102,9 @@ TEST_P(RealTemplateGolden, RendersLikeApplyChatTemplate) {
   options.add_generation_prompt = golden.at("add_generation_prompt").get<bool>();
   options.tools = golden.at("tools");
   options.documents = golden.at("documents");
+  if (golden.contains("continue_final_message")) {
+    options.continue_final_message = golden.at("continue_final_message").get<std::string>();
+  }
   for (const auto& [key, value] : golden.at("special_tokens").items()) {
     const std::string token = value.get<std::string>();
     if (key == "bos_token") {
@@ -130,6 +133,10 @@ TEST_P(FeatureGolden, RendersLikeJinja2) {
     const ChatTemplate t = ChatTemplate::parse(golden.at("source").get<std::string>(), golden.at("name").get<std::string>());
     ChatRenderOptions options;
     options.extra_variables = golden.at("variables");
+    const ordered_json& extra = golden.at("options");
+    if (extra.contains("tools")) options.tools = extra.at("tools");
+    if (extra.contains("documents")) options.documents = extra.at("documents");
+    if (extra.contains("add_generation_prompt")) options.add_generation_prompt = extra.at("add_generation_prompt").get<bool>();
     // make_goldens.py pins datetime.now() to this moment.
     std::tm fixed{};
     fixed.tm_year = 2026 - 1900;
@@ -138,8 +145,6 @@ TEST_P(FeatureGolden, RendersLikeJinja2) {
     fixed.tm_hour = 9;
     fixed.tm_min = 5;
     fixed.tm_sec = 7;
-    fixed.tm_wday = 4;  // a Thursday
-    fixed.tm_yday = 14;
     options.strftime_now_time = fixed;
     return t.render(ordered_json::array({{{"role", "user"}, {"content", "hi"}}}), options);
   });

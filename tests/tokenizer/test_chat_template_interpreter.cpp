@@ -207,6 +207,14 @@ TEST(ChatTemplateUndefined, BehavesLikeJinja2DefaultUndefined) {
   EXPECT_EQ(render("{{ 'yes' if nothing else 'no' }}"), "no");
 }
 
+TEST(ChatTemplateValues, GeneratorsAndViewsActLikePythons) {
+  // jinja2 would print "<generator object ... at 0x...>": an address, never a prompt.
+  EXPECT_NE(render_error("{{ [1, 2] | select('odd') }}").find("generator"), std::string::npos);
+  EXPECT_NE(render_error("{{ [1, 2] | map('string') | length }}").find("len()"), std::string::npos);
+  EXPECT_EQ(render("{% if [] | select('odd') %}always truthy{% endif %}"), "always truthy");
+  EXPECT_EQ(render("{{ d.items() }} {{ range(2, 8, 3) }}", {{"d", {{"k", 1}}}}), "dict_items([('k', 1)]) range(2, 8, 3)");
+}
+
 TEST(ChatTemplateLimits, RecursionFailsWithAClearError) {
   const std::string message = render_error("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}");
   EXPECT_NE(message.find("deeper than"), std::string::npos) << message;
@@ -227,6 +235,21 @@ TEST(ChatTemplateLimits, OutputSizeIsCapped) {
   const std::string message = error_of([&] { t.render(kOneMessage, options); });
   EXPECT_NE(message.find("exceeds 1000 bytes"), std::string::npos) << message;
   EXPECT_NE(render_error("{{ range(1000000) | length }}").find("range too big"), std::string::npos);
+}
+
+TEST(ChatTemplateLimits, RunawayLoopsAndHugeValuesFailInsteadOfHanging) {
+  ChatRenderOptions options;
+  options.max_steps = 100000;
+  const ChatTemplate nested_loops =
+      ChatTemplate::parse("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}", "t");
+  EXPECT_NE(error_of([&] { nested_loops.render(kOneMessage, options); }).find("100000 steps"), std::string::npos);
+  EXPECT_NE(render_error("{% set ns = namespace(s='ab') %}{% for i in range(64) %}{% set ns.s = ns.s + ns.s %}{% endfor %}")
+                .find("larger than"),
+            std::string::npos);
+  EXPECT_NE(render_error("{{ 'x' * 9223372036854775807 }}").find("larger than"), std::string::npos);
+  EXPECT_EQ(render("{{ [1, 2, 3][::9223372036854775807] }}"), "[1]");
+  EXPECT_EQ(render("{{ -9223372036854775807 // -1 }} {{ 7 % -1 }}"), "9223372036854775807 0");
+  EXPECT_NE(render_error("{{ 'a,b'.split(',', 'x') }}").find("TypeError"), std::string::npos);
 }
 
 TEST(ChatTemplateInput, DropsNullValuesAndAliasesReasoningAsTransformersDoes) {
@@ -276,6 +299,8 @@ TEST(ChatTemplateGlobals, StrftimeNowUsesThePinnedTime) {
   pinned.tm_mday = 26;
   options.strftime_now_time = pinned;
   EXPECT_EQ(t.render(kOneMessage, options), "26 Jul 2024");
+  // The weekday is derived from the date; callers need not fill it in.
+  EXPECT_EQ(ChatTemplate::parse("{{ strftime_now('%A %j') }}", "t").render(kOneMessage, options), "Friday 208");
   options.strftime_now_time.reset();
   EXPECT_EQ(t.render(kOneMessage, options).size(), 11u);
 }

@@ -53,6 +53,38 @@ def random_id_sequences(vocab_size, count, seed):
     return seqs
 
 
+BATCH_OPTIONS = [
+    {"padding": True},
+    {"padding": True, "padding_side": "left"},
+    {"padding": True, "padding_side": "right"},
+    {"padding": "max_length", "max_length": 24, "truncation": True},
+    {"truncation": True, "max_length": 5},
+    {"truncation": True, "max_length": 5, "add_special_tokens": False},
+    {"padding": "longest", "truncation": True, "max_length": 8, "truncation_side": "left"},
+]
+
+
+def batch_cases(auto, corpus):
+    """Padding, truncation and attention masks of AutoTokenizer's __call__ on a batch."""
+    batch = [corpus[i] for i in (7, 30, 62, 140, 200, 310)]
+    cases = []
+    for options in BATCH_OPTIONS:
+        kwargs = dict(options)
+        side = kwargs.pop("truncation_side", None)
+        saved = auto.truncation_side
+        if side:
+            auto.truncation_side = side
+        try:
+            enc = auto(batch, **kwargs)
+            cases.append({"texts": batch, "options": options, "input_ids": enc["input_ids"],
+                          "attention_mask": enc["attention_mask"]})
+        except Exception as e:  # e.g. padding without a pad token
+            cases.append({"texts": batch, "options": options, "error": f"{type(e).__name__}: {e}"})
+        finally:
+            auto.truncation_side = saved
+    return cases
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--only", nargs="*", default=NAMES)
@@ -97,6 +129,7 @@ def main():
                     "auto": auto.decode(seq, skip_special_tokens=False),
                     "auto_skip": auto.decode(seq, skip_special_tokens=True),
                 })
+            out["batches"] = batch_cases(auto, corpus)
             path = os.path.join(HERE, name, "goldens.json")
             with open(path, "w", encoding="utf-8") as f:
                 json.dump(out, f, ensure_ascii=False, separators=(",", ":"))
