@@ -129,6 +129,11 @@ void FakeHub::corrupt(const std::string& filename) {
   faults_[filename].corrupt = true;
 }
 
+void FakeHub::ignore_ranges(const std::string& filename) {
+  std::lock_guard lock(mutex_);
+  faults_[filename].ignore_ranges = true;
+}
+
 void FakeHub::announce_size(const std::string& filename, uint64_t size) {
   std::lock_guard lock(mutex_);
   faults_[filename].announced_size = size;
@@ -207,6 +212,17 @@ void FakeHub::handle_cdn(const httplib::Request& request, httplib::Response& res
   if (fault.cuts_left > 0) {
     --fault.cuts_left;
     cut_at = fault.cut_at;
+  }
+  if (fault.ignore_ranges) {  // httplib slices any response of known length to the range, so send it chunked
+    response.status = 200;
+    response.set_chunked_content_provider("application/octet-stream",
+                                          [served](size_t offset, httplib::DataSink& sink) {
+                                            size_t end = std::min(served.size(), offset + chunk_bytes);
+                                            sink.write(served.data() + offset, end - offset);
+                                            if (end == served.size()) sink.done();
+                                            return true;
+                                          });
+    return;
   }
   response.set_header("Accept-Ranges", "bytes");
   response.set_content_provider(

@@ -54,6 +54,8 @@ class FakeHub {
   void cut_transfers(const std::string& filename, size_t cut_at, int times);
   // Serves `filename` with one byte changed, so it no longer matches its sha256.
   void corrupt(const std::string& filename);
+  // Answers range requests for `filename` with the whole file (200), as some servers do.
+  void ignore_ranges(const std::string& filename);
   // Announces this size for an LFS file instead of its real one.
   void announce_size(const std::string& filename, uint64_t size);
 
@@ -67,6 +69,7 @@ class FakeHub {
     size_t cut_at = 0;
     int cuts_left = 0;
     bool corrupt = false;
+    bool ignore_ranges = false;
     uint64_t announced_size = 0;
   };
 

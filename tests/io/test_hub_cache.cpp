@@ -1,6 +1,7 @@
 // The cache as huggingface_hub lays it out, read without the network: settings from
 // the environment, a snapshot built by hand (blobs + relative symlinks + refs),
-// revisions, offline mode, and what the errors say.
+// revisions, offline mode, and what the errors say. The same check against
+// huggingface_hub itself, both ways, was done once by hand: docs/HUB.md.
 #include <gtest/gtest.h>
 
 #include <fstream>

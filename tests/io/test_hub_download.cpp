@@ -163,6 +163,15 @@ TEST_F(HubDownloadTest, AnInterruptedDownloadKeepsItsPartAndResumesOnTheNextRun)
   EXPECT_FALSE(fs::exists(partial));
 }
 
+TEST_F(HubDownloadTest, AServerThatCannotResumeSendsTheWholeFileAgain) {
+  hub_.ignore_ranges("model.safetensors");
+  fs::create_directories(model_blob().parent_path());
+  std::ofstream(model_blob().string() + ".incomplete") << "bytes that a resume would have kept";
+  io::ModelFiles files = io::resolve_model(repo_id);
+  EXPECT_EQ(files.read_text("model.safetensors"), qwen3_tiny_repo().files.at("model.safetensors"));
+  EXPECT_EQ(cdn_ranges(), std::vector<std::string>{"bytes=35-"});
+}
+
 TEST_F(HubDownloadTest, AWrongSha256IsDetectedAndDiscarded) {
   hub_.corrupt("model.safetensors");
   std::string error = error_of([] { io::resolve_model(repo_id); });
@@ -179,6 +188,17 @@ TEST_F(HubDownloadTest, NotEnoughDiskSpaceIsReportedBeforeDownloading) {
   EXPECT_TRUE(contains(error, "not enough disk space")) << error;
   EXPECT_TRUE(contains(error, "HF_HUB_CACHE")) << error;
   EXPECT_EQ(hub_.count("GET", "/cdn/"), 0u);
+}
+
+TEST_F(HubDownloadTest, ADiskThatFillsUpMidDownloadSaysWhatToDo) {
+  // The partial file is written through a link to /dev/full, where every write fails with ENOSPC.
+  if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full";
+  fs::create_directories(model_blob().parent_path());
+  fs::create_symlink("/dev/full", model_blob().string() + ".incomplete");
+  std::string error = error_of([] { io::resolve_model(repo_id); });
+  EXPECT_TRUE(contains(error, "No space left on device")) << error;
+  EXPECT_TRUE(contains(error, "Free disk space, or set HF_HUB_CACHE to a larger disk")) << error;
+  EXPECT_FALSE(fs::exists(model_blob()));
 }
 
 TEST_F(HubDownloadTest, EveryShardOfAnIndexIsDownloaded) {

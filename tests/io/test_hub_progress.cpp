@@ -65,6 +65,21 @@ TEST(HubProgress, BarsRedrawInPlaceAndEndWithTheTotal) {
   EXPECT_TRUE(text.ends_with("\n")) << text;
 }
 
+TEST(HubProgress, AFileAnotherProcessDownloadedCountsAsDone) {
+  std::FILE* out = std::tmpfile();
+  {
+    DownloadProgress progress(ProgressMode::lines, 3000, 2, out);
+    progress.found_complete("model.safetensors", 2000);
+    progress.start("config.json", 1000, 0);
+    progress.advance("config.json", 1000);
+    progress.finish("config.json");
+  }
+  const std::string text = contents_of(out);
+  std::fclose(out);
+  EXPECT_TRUE(contains(text, "[shardlm] model.safetensors was downloaded by another process\n")) << text;
+  EXPECT_TRUE(contains(text, "[shardlm] downloaded 2 of 2 files (1.00 kB in 0:00)\n")) << text;
+}
+
 TEST(HubProgress, QuietPrintsNothing) { EXPECT_EQ(report(ProgressMode::quiet), ""); }
 
 }  // namespace

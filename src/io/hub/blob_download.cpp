@@ -111,7 +111,10 @@ void download_blob(const HubClient& client, const RepoCache& cache, const FileMe
   const fs::path blob = cache.blob_path(file.etag);
   FileLock lock(cache.lock_path(file.etag));
   std::error_code error;
-  if (fs::exists(blob, error)) return;  // another process wrote it while this one waited for the lock
+  if (fs::exists(blob, error)) {  // another process wrote it while this one waited for the lock
+    progress.found_complete(file.filename, file.size);
+    return;
+  }
 
   const fs::path partial = partial_path(cache, file);
   fs::create_directories(blob.parent_path(), error);

@@ -112,6 +112,8 @@ HttpResponse perform(const HttpRequest& request, bool head, bool follow_redirect
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &transfer);
   curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error_text);
+  // Larger reads mean fewer writes and progress updates for multi-gigabyte shards.
+  if (writer != nullptr) curl_easy_setopt(curl, CURLOPT_BUFFERSIZE, 512L * 1024);
 
   CURLcode code = curl_easy_perform(curl);
   if (transfer.writer_error) std::rethrow_exception(transfer.writer_error);

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "core/logging.h"
 
 namespace shardlm::io::hub {
 namespace fs = std::filesystem;
@@ -169,6 +170,8 @@ FileLock::FileLock(const fs::path& path) {
   make_directories(path.parent_path());
   descriptor_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (descriptor_ < 0) fail("cannot open the lock file ", path.string(), ": ", std::strerror(errno));
+  if (::flock(descriptor_, LOCK_EX | LOCK_NB) == 0) return;
+  log::info(str_cat("waiting for ", path.string(), ": another process is writing the same file"));
   while (::flock(descriptor_, LOCK_EX) != 0) {
     if (errno == EINTR) continue;
     int error = errno;

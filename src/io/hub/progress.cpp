@@ -152,6 +152,17 @@ void DownloadProgress::finish(const std::string& filename) {
   }
 }
 
+void DownloadProgress::found_complete(const std::string& filename, uint64_t size) {
+  std::lock_guard lock(mutex_);
+  FileState& file = files_[filename];
+  file.size = file.done = file.resumed_from = size;
+  file.finished = true;
+  resumed_bytes_ += size;
+  ++finished_count_;
+  if (mode_ == ProgressMode::lines) print_line("[shardlm] " + filename + " was downloaded by another process");
+  draw_bars(true);
+}
+
 void DownloadProgress::draw_bars(bool force) {
   if (mode_ != ProgressMode::bars) return;
   const Clock::time_point now = Clock::now();

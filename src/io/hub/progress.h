@@ -37,6 +37,8 @@ class DownloadProgress {
   // The server ignored the resume request and sends the file from its first byte.
   void restart(const std::string& filename);
   void finish(const std::string& filename);
+  // Another process downloaded the file while this one waited for it.
+  void found_complete(const std::string& filename, uint64_t size);
 
  private:
   using Clock = std::chrono::steady_clock;
