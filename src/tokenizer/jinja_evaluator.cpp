@@ -207,8 +207,9 @@ Evaluator::Flow Evaluator::exec(const Stmt& stmt, std::string& out) {
       // `caller()` renders the block's body where the call block stands.
       const Stmt* block = &stmt;
       std::vector<Scope> scopes = frames_.back().scopes;
+      if (frames_.size() == 1) scopes.erase(scopes.begin());  // the top level stays live, as for macros
       Value caller = Value::callable("caller", [this, block, scopes](Evaluator&, CallArgs& args) {
-        return run_macro(*block, block->bodies[0], block->parameters, scopes, args, nullptr);
+        return run_macro(*block, block->bodies[0], block->parameters, scopes, args);
       });
       const Expr& call = *stmt.expr;
       Value callee = eval(*call.children[0]);
@@ -339,13 +340,13 @@ Value Evaluator::make_macro(const Stmt& stmt) {
   if (frames_.size() == 1) closure.erase(closure.begin());
   const Stmt* macro = &stmt;
   return Value::callable(stmt.name, [this, macro, closure](Evaluator&, CallArgs& args) {
-    return run_macro(*macro, macro->bodies[0], macro->parameters, closure, args, nullptr);
+    return run_macro(*macro, macro->bodies[0], macro->parameters, closure, args);
   });
 }
 
 Value Evaluator::run_macro(const Stmt& stmt, const Body& body,
                            const std::vector<std::pair<std::string, ExprPtr>>& parameters,
-                           std::vector<Scope> base_scopes, CallArgs& args, const Value*) {
+                           std::vector<Scope> base_scopes, CallArgs& args) {
   if (depth_ >= limits_.max_depth) fail("macro calls nest deeper than ", limits_.max_depth, " levels");
   Scope scope;
   std::vector<Value> varargs;

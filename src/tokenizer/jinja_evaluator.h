@@ -50,7 +50,7 @@ class Evaluator {
   void exec_set(const Stmt& stmt, Value value);
   Value make_macro(const Stmt& stmt);
   Value run_macro(const Stmt& stmt, const Body& body, const std::vector<std::pair<std::string, ExprPtr>>& parameters,
-                  std::vector<Scope> base_scopes, CallArgs& args, const Value* caller);
+                  std::vector<Scope> base_scopes, CallArgs& args);
 
   Value eval(const Expr& expr);
   Value eval_binary(const Expr& expr);

@@ -240,7 +240,44 @@ def chat_cases():
                             messages, tools=tools, add_generation_prompt=add_generation_prompt,
                             tokenize=False, **extra)))
                         cases.append(case)
+        # continue_final_message: the render stops inside the final (assistant) message.
+        continuations = [("content", PARTIAL_ANSWER, False), ("content", PARTIAL_ANSWER, True)]
+        if name == "qwen3":
+            continuations.append(("reasoning_content", PARTIAL_REASONING, False))
+        if name == "gemma3":
+            continuations.append(("content", PARTIAL_PARTS, False))
+        for field, messages, add_generation_prompt in continuations:
+            case = {
+                "name": f"{name}/continue_final_message={field}/agp={int(add_generation_prompt)}"
+                + ("/parts" if messages is PARTIAL_PARTS else ""),
+                "template": name,
+                "messages": messages,
+                "add_generation_prompt": add_generation_prompt,
+                "continue_final_message": field,
+                "tools": None,
+                "documents": None,
+                "extra_variables": {},
+                "special_tokens": special,
+            }
+            case.update(outcome(lambda: tokenizer.apply_chat_template(
+                messages, add_generation_prompt=add_generation_prompt, tokenize=False,
+                continue_final_message=True if field == "content" else field)))
+            cases.append(case)
     return cases
+
+
+PARTIAL_ANSWER = [
+    {"role": "user", "content": "Write a haiku about rain."},
+    {"role": "assistant", "content": "Soft rain on the roof,  "},
+]
+PARTIAL_REASONING = [
+    {"role": "user", "content": "What is 12*12?"},
+    {"role": "assistant", "content": "", "reasoning_content": "12 times 12 is"},
+]
+PARTIAL_PARTS = [
+    {"role": "user", "content": [{"type": "text", "text": "Describe it."}]},
+    {"role": "assistant", "content": [{"type": "text", "text": "It is a"}]},
+]
 
 
 # (name, template source, variables). Each renders with messages=[{"role": "user", "content": "hi"}].
@@ -283,6 +320,50 @@ FEATURES = [
     ("with_block", "{% with a = 1, b = 2 %}{{ a + b }}{% endwith %}[{{ a }}]", {}),
     ("unknown_filter_not_reached", "{% if false %}{{ x | no_such_filter }}{% endif %}ok", {}),
     ("unknown_filter_reached", "{% if true %}{{ 'x' | no_such_filter }}{% endif %}", {}),
+    ("generator_semantics", "{{ xs | select('odd') | list }}|{% if xs | selectattr('x') %}truthy{% endif %}|{{ xs | map('string') | join(',') }}|{{ xs | select('odd') | first }}|{{ xs | reverse | list }}|{{ xs | unique | list }}|{{ xs | select('even') is sequence }}|{{ xs | select('even') is iterable }}|{{ xs | select('even') | sort }}", {"xs": [1, 2, 3]}),
+    ("generator_length_error", "{{ [1, 2] | select('odd') | length }}", {}),
+    ("generator_tojson_error", "{{ [1, 2] | map('string') | tojson }}", {}),
+    ("generator_last_error", "{{ [1, 2] | select('odd') | last }}", {}),
+    ("generator_subscript_undefined", "[{{ ([1, 2] | select('odd'))[0] }}]", {}),
+    ("dict_views", "{{ d.items() }}|{{ d.keys() }}|{{ d.values() }}|{{ d.items() | length }}|{{ d.keys() | list }}|{{ 'a' in d.keys() }}|{{ d.items() is sequence }}|{{ d.keys() | first }}", {"d": {"a": 1, "b": [2]}}),
+    ("dict_view_tojson_error", "{{ d.keys() | tojson }}", {"d": {"a": 1}}),
+    ("range_repr", "{{ range(3) }}|{{ range(1, 9, 3) }}|{{ range(3) | length }}|{{ range(5)[2] }}|{{ range(0) is sequence }}|{{ range(2) | tojson if false else 'skip' }}", {}),
+    ("macro_sets_missing_global", "{% macro m() %}{% if ident is not defined %}{% set ident = 'dflt' %}{% endif %}{{ ident }}{% endmacro %}{{ m() }}|{{ ident is defined }}", {}),
+    ("filter_in_ternary", "{% for v in [1, 'two', {'k': [3]}, none, 2.50] %}[{{ v | tojson | string if v is not string else v }}]{% endfor %}", {}),
+    ("items_filter_unpack", "{% for k, v in d | items %}{{ k }}:{{ v }};{% endfor %}{% for k, v in d | dictsort(reverse=true) %}{{ k }}{% endfor %}{% for k, v in d | dictsort(by='value') %}{{ k }}{% endfor %}", {"d": {"b": 1, "a": 2}}),
+    ("split_then_last", "{{ ('x<think>y<think>z'.split('<think>') | last) }}|{{ 'a</think>\\n\\nb'.split('</think>')[-1].lstrip('\\n') }}|{{ 'a b'.split('x') }}", {}),
+    ("inner_break_and_outer_slice", "{% for m in xs %}{% for n in xs[loop.index0 + 1:] %}{% if n > 3 %}{% break %}{% endif %}{{ n }}{% endfor %}{{ loop.index }};{% endfor %}", {"xs": [1, 2, 3, 4, 5]}),
+    ("namespace_list_accumulate", "{% set seen = namespace(ids=[]) %}{% for id in ['a', 'b', 'a', 'c'] %}{% if id not in seen.ids %}{% set seen.ids = seen.ids + [id] %}{% endif %}{% endfor %}{{ seen.ids }}|{{ seen.ids | length }}|{{ seen }}", {}),
+    ("unicode_whitespace_lstrip", "a\n\u3000\u00a0{% if true %}x{% endif %}\n\u2003 {{ 'y' }}\n\u2003{%- if true %}z{% endif %}", {}),
+    ("trim_unicode_whitespace", "[{{ '\u3000\u2003 x \u00a0\u200b' | trim }}][{{ '\u0085x\u000b' | trim }}]", {}),
+    ("string_repeat", "{{ '  ' * 3 }}|{{ '-' * 0 }}|{{ 2 * 'ab' }}|{{ [0] * 2 }}", {}),
+    ("percent_format", "{{ '%s is %d years' % ('Ann', 3) }}|{{ '%s' % 'solo' }}|{{ '100%%' % () }}|{{ '%r' % 'q' }}|{{ '%.2f' % 3.14159 }}", {}),
+    ("last_tool_call_name", "{{ msgs[-1].tool_calls[-1].function.name }}", {"msgs": [{"tool_calls": [{"function": {"name": "a"}}, {"function": {"name": "b"}}]}]}),
+    ("content_parts_tests", "{% for c in ['s', [{'type': 'text', 'text': 't'}], {'k': 1}, none, 3] %}{{ c is string }}{{ c is iterable and c is not mapping }}{{ c is mapping }}{{ c is none }};{% endfor %}", {}),
+    ("strftime_formats", "{{ strftime_now('%d %B %Y') }}|{{ strftime_now('%Y-%m-%d') }}|{{ strftime_now('%A, %b %d %y %I:%M %p %j %H%M%S %%') }}|{{ strftime_now('%-d') }}", {}),
+    ("set_loop_target_in_body", "{% for tc in [{'function': {'name': 'f'}}, {'name': 'g'}] %}{% if tc.function %}{% set tc = tc.function %}{% endif %}{{ tc.name }}{% endfor %}", {}),
+    ("or_default_dict", "{% set args = none or {} %}{{ args }}{% for k, v in ({'a': 1} or {}).items() %}{{ k }}{% endfor %}", {}),
+    ("comparisons_strings_lists", "{{ 'b' > 'a' }}{{ 'B' < 'a' }}{{ [1, 2] < [1, 3] }}{{ [] < [0] }}{{ 'é' > 'z' }}{{ 1 < 1.5 }}", {}),
+    ("iterate_dict", "{% for k in d | sort %}{{ k }}{% endfor %}|{{ d | length }}|{{ d | list }}|{% for k in d %}{{ k }}{% endfor %}", {"d": {"b": 1, "a": 2, "c": 3}}),
+    ("chained_string_methods", "{{ '  Hello World  '.strip().lower().replace('world', 'there').split(' ') | join('_') }}", {}),
+    ("tojson_in_string_building", "{{ '{\"name\": \"' + t.name + '\", \"arguments\": ' + (t.args | tojson) + '}' }}", {"t": {"name": "f", "args": {"q": "x \"y\"", "n": 1.0}}}),
+    ("escape_sequences_in_source", "{{ \"a\\u2028b\" | length }}|{{ 'tab\\x09' | tojson }}|{{ '\\101\\0' | tojson }}", {}),
+    ("large_ints", "{{ 2**62 }}|{{ 9007199254740993 }}|{{ 12345678901234 * 10 }}|{{ 9007199254740993 | tojson }}", {}),
+    ("float_int_conversion", "{{ 10 / 4 }}|{{ 10 // 4 }}|{{ 2.0 * 3 }}|{{ 3 | float / 2 }}|{{ (7 / 2) | int }}|{{ 1e3 | int }}|{{ x }}|{{ x | tojson }}", {"x": 2.0}),
+    ("loop_cycle_and_depth", "{% for i in range(4) %}{{ loop.cycle('a', 'b', 'c') }}{{ loop.depth }}{{ loop.depth0 }}{% endfor %}", {}),
+    ("nested_macro_calls_with_namespace", "{% macro inc(ns) %}{% set ns.n = ns.n + 1 %}{{ ns.n }}{% endmacro %}{% set c = namespace(n=0) %}{{ inc(c) }}{{ inc(c) }}{{ c.n }}", {}),
+    ("macro_varargs_kwargs", "{% macro m(a) %}{{ a }}{{ varargs }}{{ kwargs }}{% endmacro %}{{ m(1, 2, 3, x=4) }}", {}),
+    ("for_else_after_break_or_continue", "{% for x in [1, 2] %}{% continue %}{% else %}else1{% endfor %}|{% for x in [1, 2] %}{% break %}{% else %}else2{% endfor %}|{% for x in [1, 2] %}{% if x == 2 %}{% break %}{% endif %}{% else %}else3{% endfor %}|{% for x in [1, 2] %}{% if x == 1 %}{% continue %}{% endif %}{% else %}else4{% endfor %}", {}),
+    ("set_block_scope", "{% set blk %}{% set inner = 1 %}x{% endset %}{{ inner is defined }}|{% filter upper %}{% set inner2 = 2 %}{% endfilter %}{{ inner2 is defined }}", {}),
+    ("lazy_generator_errors", "{% if 'abc' | select('odd') %}truthy{% endif %}|{{ none | selectattr('x') | list }}|{{ 0 | map('upper') | list }}|{{ (1 | items) is iterable }}", {}),
+    ("lazy_generator_error_consumed", "{{ 'abc' | select('odd') | list }}", {}),
+    ("macro_closure", "{% for x in ['a', 'b'] %}{% macro show() %}{{ x }}{{ loop.index }}{% endmacro %}{{ show() }}{% endfor %}{% macro late() %}{{ later }}{% endmacro %}{% set later = 'L' %}{{ late() }}", {}),
+    ("even_odd_floats", "{{ 4.0 is even }}{{ 3.0 is odd }}{{ 2.5 is even }}{{ 7.5 is divisibleby 2.5 }}", {}),
+    ("undefined_is_callable", "{{ nothing is callable }}{{ 1 is callable }}", {}),
+    ("loop_repr", "{% for x in 'ab' %}{{ loop }}{% endfor %}", {}),
+    ("int_of_undefined_error", "{{ nothing | int }}", {}),
+    ("in_namespace_error", "{{ 'a' in namespace(a=1) }}", {}),
+    ("generator_has_no_list_methods", "{{ ([1] | select('odd')).count is defined }}|{{ range(5).count(2) }}", {}),
     ("generation_block", "A{% generation %}gen {{ 1 }}{% endgeneration %}B", {}),
     ("raw_block", "{% raw %}{{ not evaluated }} {% if %}{% endraw %}!", {}),
     ("comments", "a{# comment #}b{#- strip -#}  c {# multi\nline #}d", {}),
@@ -342,13 +423,24 @@ MALFORMED = [
 ]
 
 
+# (name, template source, variables, apply_chat_template arguments): features that need
+# tools, documents or add_generation_prompt.
+FEATURES_WITH_OPTIONS = [
+    ("documents", "{% for d in documents %}{{ loop.index0 }}: {{ d.title }} - {{ d.text }}{% for k, v in d.items() %}[{{ k }}]{% endfor %}\n{% endfor %}{{ documents | tojson }}",
+     {}, {"documents": [{"title": "A", "text": "alpha"}, {"title": "B ü", "text": "beta", "url": "http://x"}]}),
+    ("tools_and_generation_prompt", "{{ tools | map(attribute='function') | map(attribute='name') | join(',') }}|{{ add_generation_prompt }}|{{ tools[0] | tojson(indent=4) }}",
+     {}, {"tools": [WEATHER_TOOL, TIME_TOOL], "add_generation_prompt": True}),
+]
+
+
 def feature_cases():
     messages = [{"role": "user", "content": "hi"}]
     cases = []
-    for name, source, variables in FEATURES:
-        case = {"name": name, "source": source, "variables": variables}
+    for name, source, variables, *options in FEATURES + FEATURES_WITH_OPTIONS:
+        options = options[0] if options else {}
+        case = {"name": name, "source": source, "variables": variables, "options": options}
         case.update(outcome(lambda: chat_template_utils.render_jinja_template(
-            conversations=[messages], chat_template=source, **variables)[0][0]))
+            conversations=[messages], chat_template=source, **options, **variables)[0][0]))
         cases.append(case)
     malformed = []
     for name, source in MALFORMED:
