@@ -19,9 +19,11 @@ namespace shardlm {
 struct PretrainedOptions {
   // Convert weights to this dtype while loading; unset keeps the stored dtype
   // (weights then stay memory-mapped). Activations are computed in float32.
-  std::optional<DType> dtype;
+  std::optional<DType> dtype{};
   // "cpu", "cuda", "cuda:N", or "auto" (the best available device; says which).
   std::string device_map = "cpu";
+  // For a model id: a branch, tag or commit hash.
+  std::string revision = "main";
 };
 
 // Called for every generated token of input row `row` with the text it completes

@@ -18,9 +18,9 @@ struct ChatTemplateOptions {
   bool add_generation_prompt = false;
   // JSON text, passed to the template as in transformers: a list of tool schemas, a list
   // of documents, and an object of extra variables (e.g. {"enable_thinking": false}).
-  std::string tools_json;
-  std::string documents_json;
-  std::string extra_variables_json;
+  std::string tools_json{};
+  std::string documents_json{};
+  std::string extra_variables_json{};
 };
 
 // What calling a tokenizer returns: one row per text.
@@ -34,7 +34,8 @@ class AutoTokenizer {
   // A checkpoint directory holding tokenizer.json (tokenizer_config.json optional), a
   // model id ("org/name") found in or downloaded to the Hugging Face cache
   // (docs/HUB.md), or "embedded:stories260K" for the built-in model's tokenizer.
-  static AutoTokenizer from_pretrained(const std::string& path_or_id);
+  // For a model id, `revision` is a branch, tag or commit hash.
+  static AutoTokenizer from_pretrained(const std::string& path_or_id, const std::string& revision = "main");
 
   // add_special_tokens as tokenizer_config.json / the post-processor say (e.g. BOS).
   BatchEncoding operator()(const std::string& text, bool add_special_tokens = true) const;

@@ -24,7 +24,9 @@ AutoTokenizer::Impl load_tokenizer(const io::ModelFiles& files) {
 
 AutoModelForCausalLM AutoModelForCausalLM::from_pretrained(const std::string& path_or_id,
                                                            const PretrainedOptions& options) {
-  io::ModelFiles files = io::resolve_model(path_or_id);
+  if (options.dtype && !is_floating(*options.dtype))
+    fail("dtype ", dtype_name(*options.dtype), " cannot hold weights: use float32, bfloat16 or float16");
+  io::ModelFiles files = io::resolve_model(path_or_id, {.revision = options.revision});
   auto impl = std::make_shared<Impl>();
   impl->config = io::load_model_config(files);
   impl->backend = backends::create_backend(options.device_map);
@@ -71,7 +73,7 @@ std::vector<std::vector<int64_t>> AutoModelForCausalLM::generate(const BatchEnco
 
 std::vector<std::vector<float>> AutoModelForCausalLM::logits(const std::vector<int64_t>& input_ids) {
   SHARDLM_CHECK(!input_ids.empty(), "logits: input_ids is empty");
-  impl_->generator->prepare_cache(1, static_cast<int64_t>(input_ids.size()));
+  impl_->generator->ensure_cache(1, static_cast<int64_t>(input_ids.size()));
   Tensor logits = impl_->generator->forward(input_ids, 0, /*all_positions=*/true);
   const int64_t vocab = logits.shape()[1];
   std::vector<std::vector<float>> rows;

@@ -19,8 +19,9 @@ nlohmann::ordered_json parse_json_option(const std::string& text, const char* na
 
 }  // namespace
 
-AutoTokenizer AutoTokenizer::from_pretrained(const std::string& path_or_id) {
-  return AutoTokenizer(std::make_shared<const Impl>(api::load_tokenizer(io::resolve_model(path_or_id))));
+AutoTokenizer AutoTokenizer::from_pretrained(const std::string& path_or_id, const std::string& revision) {
+  return AutoTokenizer(
+      std::make_shared<const Impl>(api::load_tokenizer(io::resolve_model(path_or_id, {.revision = revision}))));
 }
 
 std::vector<int64_t> AutoTokenizer::encode(const std::string& text, bool add_special_tokens) const {

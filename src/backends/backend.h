@@ -1,6 +1,7 @@
 #pragma once
 // A Backend executes ops on one device. The graph layer allocates every output
-// and passes it in, so kernels never allocate. Activations are f32; weights may
+// and passes it in; kernels keep only per-thread scratch that grows on the first
+// use of a size, so a warmed-up step allocates nothing. Activations are f32; weights may
 // be f32, bf16 or f16 and are widened inside the kernels.
 
 #include <memory>

@@ -19,8 +19,11 @@ struct ChatArguments {
 };
 
 void run_chat(const ChatArguments& args) {
-  const GenerationConfig config = to_generation_config(args.sampling);
+  GenerationConfig config = to_generation_config(args.sampling);
   LoadedModel loaded = load_model(args.model);
+  // transformers' max_length default (20, prompt included) is shorter than any templated
+  // chat prompt; give replies room unless the user or the model says otherwise.
+  if (!config.max_new_tokens && !loaded.model.generation_config().max_new_tokens) config.max_new_tokens = 512;
   if (!loaded.tokenizer) fail(loaded.files.location(), " has no tokenizer.json: chat needs one");
   const AutoTokenizer& tokenizer = *loaded.tokenizer;
   if (!tokenizer.has_chat_template())
@@ -42,18 +45,25 @@ void run_chat(const ChatArguments& args) {
     }
     if (line.empty()) continue;
     messages.push_back({{"role", "user"}, {"content", line}});
-    const std::string prompt = tokenizer.apply_chat_template_json(messages.dump(), options);
-    // As apply_chat_template(tokenize=True): the template already holds the special tokens.
-    BatchEncoding inputs = tokenizer(prompt, /*add_special_tokens=*/false);
     std::string reply;
-    loaded.model.generate(
-        inputs, config,
-        [&](size_t, int64_t, std::string_view text) {
-          reply += text;
-          std::fwrite(text.data(), 1, text.size(), stdout);
-          std::fflush(stdout);
-        },
-        &tokenizer);
+    try {
+      const std::string prompt = tokenizer.apply_chat_template_json(messages.dump(), options);
+      // As apply_chat_template(tokenize=True): the template already holds the special tokens.
+      BatchEncoding inputs = tokenizer(prompt, /*add_special_tokens=*/false);
+      loaded.model.generate(
+          inputs, config,
+          [&](size_t, int64_t, std::string_view text) {
+            reply += text;
+            std::fwrite(text.data(), 1, text.size(), stdout);
+            std::fflush(stdout);
+          },
+          &tokenizer);
+    } catch (const Error& error) {
+      // One failed turn (a prompt too long for the model, say) does not end the conversation.
+      std::fprintf(stderr, "shardlm: error: %s\n", error.what());
+      messages.erase(messages.end() - 1);
+      continue;
+    }
     std::printf("\n");
     std::fflush(stdout);
     messages.push_back({{"role", "assistant"}, {"content", reply}});

@@ -93,14 +93,17 @@ void run_generate(const GenerateArguments& args) {
   const size_t rows = inputs.input_ids.size();
   const bool stream = args.output == "text" && rows == 1;
   std::vector<std::string> generated_text(rows);
-  if (stream) {
-    std::string prompt_text = tokenizer->decode(inputs.input_ids[0], /*skip_special_tokens=*/true);
-    std::fwrite(prompt_text.data(), 1, prompt_text.size(), stdout);
-    std::fflush(stdout);
-  }
+  bool prompt_shown = false;
   TokenStreamer streamer = [&](size_t row, int64_t, std::string_view text) {
     generated_text[row] += text;
     if (!stream) return;
+    // The prompt is echoed with the first token, once generate() has validated the
+    // request: an error never leaves half an output behind.
+    if (!prompt_shown) {
+      std::string prompt_text = tokenizer->decode(inputs.input_ids[0], /*skip_special_tokens=*/true);
+      std::fwrite(prompt_text.data(), 1, prompt_text.size(), stdout);
+      prompt_shown = true;
+    }
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
   };

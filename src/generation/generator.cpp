@@ -88,9 +88,9 @@ struct RowState {
   std::vector<int64_t> history;  // prompt + generated
   size_t prompt_length = 0;
   TokenSelector selector;
-  std::unique_ptr<tokenizer::IncrementalDecoder> decoder;
-  std::string text;  // generated text so far (for stop strings)
-  GenerationResult result;
+  std::unique_ptr<tokenizer::IncrementalDecoder> decoder{};
+  std::string text{};  // generated text so far (for stop strings)
+  GenerationResult result{};
   bool finished = false;
 };
 
@@ -103,6 +103,14 @@ size_t Generator::arena_bytes() const {
   size_t total = 0;
   compiled_.for_each([&](const graph::CompileKey&, const StepSlot& slot) { total += slot.executable->arena_bytes(); });
   return total;
+}
+
+void Generator::ensure_cache(int64_t batch, int64_t needed) {
+  SHARDLM_CHECK(needed <= model_.config().max_position_embeddings, needed,
+                " positions are beyond the model's max_position_embeddings (",
+                model_.config().max_position_embeddings, ")");
+  if (cache_.batch == batch && cache_.max_cache_len >= needed) return;
+  prepare_cache(batch, std::max(needed, std::min(model_.config().max_position_embeddings, default_max_cache_len)));
 }
 
 void Generator::prepare_cache(int64_t batch, int64_t max_cache_len) {
@@ -241,11 +249,10 @@ std::vector<GenerationResult> Generator::generate(const std::vector<std::vector<
   set_execution({settings.compile, settings.prefill_chunk_size});
 
   const int64_t batch = static_cast<int64_t>(prompts.size());
-  const int64_t needed = longest + settings.max_new_tokens;
   if (settings.max_cache_len) {
     prepare_cache(batch, *settings.max_cache_len);
-  } else if (cache_.batch != batch || cache_.max_cache_len < needed) {
-    prepare_cache(batch, std::max(needed, std::min(model_.config().max_position_embeddings, default_max_cache_len)));
+  } else {
+    ensure_cache(batch, longest + settings.max_new_tokens);
   }
 
   const int64_t compiles_before = compiles();
@@ -254,9 +261,11 @@ std::vector<GenerationResult> Generator::generate(const std::vector<std::vector<
   std::vector<RowState> rows;
   rows.reserve(prompts.size());
   for (const auto& prompt : prompts) {
+    // Row r samples with seed + r: a prompt repeated in a batch gives different samples,
+    // and row 0 reproduces the prompt generated alone with the same seed.
     RowState& row = rows.emplace_back(RowState{.history = prompt,
                                                .prompt_length = prompt.size(),
-                                               .selector = TokenSelector(settings.sampling, settings.seed)});
+                                               .selector = TokenSelector(settings.sampling, settings.seed + rows.size())});
     row.history.reserve(prompt.size() + settings.max_new_tokens);
     row.result.generated.reserve(settings.max_new_tokens);
     if (text_tokenizer) {

@@ -46,10 +46,10 @@ inline constexpr int64_t default_prefill_chunk_size = 32;
 struct ResolvedGeneration {
   SamplingSettings sampling;
   int64_t max_new_tokens = 0;
-  std::optional<int64_t> max_cache_len;  // as requested; unset: chosen by the generator
+  std::optional<int64_t> max_cache_len{};  // as requested; unset: chosen by the generator
   uint64_t seed = 0;
   std::vector<int64_t> eos_token_id;
-  std::vector<std::string> stop_strings;
+  std::vector<std::string> stop_strings{};
   bool compile = true;
   int64_t prefill_chunk_size = default_prefill_chunk_size;
 };
@@ -85,8 +85,12 @@ class Generator {
   // Logits of one sequence fed at positions start..start+n-1 of a batch-1 cache:
   // host f32 [n, vocab] (all_positions) or [1, vocab]. Uses the execution options set last.
   Tensor forward(std::span<const int64_t> ids, int64_t start_position, bool all_positions);
-  // Makes the cache hold max_cache_len positions for `batch` rows, reusing it when it does.
+  // Makes the cache exactly max_cache_len positions for `batch` rows (reallocating,
+  // and dropping its executables, unless it already is).
   void prepare_cache(int64_t batch, int64_t max_cache_len);
+  // Makes sure the cache holds at least `needed` positions for `batch` rows: reuses it
+  // when it does, else allocates the default length (or `needed`, if larger).
+  void ensure_cache(int64_t batch, int64_t needed);
   void set_execution(const ExecutionOptions& options) { execution_ = options; }
 
   const GenerationConfig& model_defaults() const { return model_defaults_; }
@@ -103,7 +107,7 @@ class Generator {
     Tensor host_ids, host_positions, host_rows;  // i32 [batch, tokens], [batch, tokens], [logit_rows]
     Tensor ids, positions, rows;                 // the same on the device
     Tensor host_logits;                          // f32 [logit_rows, vocab]
-    std::optional<graph::Executable> executable;
+    std::optional<graph::Executable> executable{};
     graph::Value logits;
   };
   graph::CompileKey key_for(const char* phase, int64_t batch, int64_t tokens, int64_t logit_rows) const;

@@ -71,18 +71,21 @@ void apply_min_p(std::span<float> logits, float min_p, std::vector<float>& scrat
 }
 
 TokenSelector::TokenSelector(SamplingSettings settings, uint64_t seed) : settings_(settings), random_(seed) {
+  SHARDLM_CHECK(settings_.repetition_penalty > 0, "repetition_penalty must be positive, got ",
+                settings_.repetition_penalty);
+  if (!settings_.do_sample) return;  // as transformers, greedy ignores the sampling settings
   SHARDLM_CHECK(settings_.temperature > 0, "temperature must be positive, got ", settings_.temperature,
                 " (for greedy decoding set do_sample to false)");
   SHARDLM_CHECK(settings_.top_p > 0 && settings_.top_p <= 1, "top_p must be in (0, 1], got ", settings_.top_p);
   SHARDLM_CHECK(!settings_.min_p || (*settings_.min_p >= 0 && *settings_.min_p <= 1), "min_p must be in [0, 1]");
-  SHARDLM_CHECK(settings_.repetition_penalty > 0, "repetition_penalty must be positive, got ",
-                settings_.repetition_penalty);
   SHARDLM_CHECK(settings_.top_k >= 0, "top_k must be >= 0 (0 disables it), got ", settings_.top_k);
 }
 
 double TokenSelector::uniform() { return static_cast<double>(random_() >> 11) * 0x1.0p-53; }
 
 int64_t TokenSelector::select(std::span<float> logits, std::span<const int64_t> history) {
+  for (float value : logits)
+    if (std::isnan(value)) fail("the model produced NaN logits: the weights are corrupt or overflowed in this dtype");
   apply_repetition_penalty(logits, history, settings_.repetition_penalty, penalty_updates_);
   if (!settings_.do_sample) return backends::reference::argmax(logits);
   apply_temperature(logits, settings_.temperature);

@@ -17,7 +17,7 @@ struct SamplingSettings {
   float temperature = 1.0f;
   int64_t top_k = 50;
   float top_p = 1.0f;
-  std::optional<float> min_p;
+  std::optional<float> min_p{};
   float repetition_penalty = 1.0f;
 };
 

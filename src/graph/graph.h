@@ -47,7 +47,7 @@ struct ValueInfo {
   // Bound values (weights, caches, step inputs) carry their tensor; op outputs get
   // theirs when executed (eager) or from the memory plan (compiled).
   bool bound = false;
-  Tensor tensor;
+  Tensor tensor{};
   int32_t alias_of = -1;  // reshape views and in-place ropes share this value's memory
 };
 

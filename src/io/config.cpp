@@ -1,6 +1,7 @@
 #include "io/config.h"
 
 #include <algorithm>
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -65,8 +66,11 @@ class Fields {
  private:
   int64_t as_int(const json& value, const std::string& key) const {
     if (value.is_number_integer()) return value.get<int64_t>();
-    if (value.is_number_float() && value.get<double>() == static_cast<double>(static_cast<int64_t>(value.get<double>())))
-      return static_cast<int64_t>(value.get<double>());
+    if (value.is_number_float()) {
+      const double number = value.get<double>();
+      // Whole numbers written as floats (1e4) are accepted; the range check keeps the cast defined.
+      if (std::abs(number) < 9.0e18 && number == std::floor(number)) return static_cast<int64_t>(number);
+    }
     fail(source_, ": '", key, "' must be an integer, got ", value.dump());
   }
 
@@ -146,7 +150,7 @@ void parse_layer_types(const Fields& fields, ModelConfig& config) {
       config.layer_types.push_back(type.get<std::string>());
     }
   } else {
-    const int64_t max_window_layers = fields.optional_int("max_window_layers").value_or(config.num_hidden_layers);
+    const int64_t max_window_layers = fields.optional_int("max_window_layers").value_or(28);  // Qwen2/Qwen3Config
     for (int64_t i = 0; i < config.num_hidden_layers; ++i)
       config.layer_types.push_back(window && qwen_rule && i >= max_window_layers ? "sliding_attention"
                                                                                  : "full_attention");

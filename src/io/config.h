@@ -42,10 +42,10 @@ struct ModelConfig {
   bool tie_word_embeddings = false;
   bool attention_bias = false;
   bool mlp_bias = false;
-  std::optional<DType> torch_dtype;
-  std::optional<int64_t> bos_token_id;
+  std::optional<DType> torch_dtype{};
+  std::optional<int64_t> bos_token_id{};
   std::vector<int64_t> eos_token_id;
-  std::optional<int64_t> pad_token_id;
+  std::optional<int64_t> pad_token_id{};
   // Per layer: "full_attention" or "sliding_attention" (then only the last
   // sliding_window positions are visible). From config.json's layer_types, else
   // Qwen2/Qwen3's rule: sliding for layers >= max_window_layers when use_sliding_window.

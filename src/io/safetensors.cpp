@@ -1,6 +1,7 @@
 #include "io/safetensors.h"
 
 #include <algorithm>
+#include <tuple>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -115,9 +116,11 @@ SafetensorsFile SafetensorsFile::parse(ByteRegion region, std::string source_nam
     }
     file.tensors_[it.key()] = parse_entry(it.key(), it.value(), data_bytes, file.source_name_);
   }
-  for (const auto& [name, info] : file.tensors_) by_offset.push_back(&info);
-  std::sort(by_offset.begin(), by_offset.end(),
-            [](const TensorInfo* a, const TensorInfo* b) { return a->begin < b->begin; });
+  for (const auto& [name, info] : file.tensors_)
+    if (info.end > info.begin) by_offset.push_back(&info);  // empty tensors occupy no bytes
+  std::sort(by_offset.begin(), by_offset.end(), [](const TensorInfo* a, const TensorInfo* b) {
+    return std::tie(a->begin, a->end) < std::tie(b->begin, b->end);
+  });
   for (size_t i = 1; i < by_offset.size(); ++i)
     if (by_offset[i]->begin < by_offset[i - 1]->end)
       fail(file.source_name_, ": tensors '", by_offset[i - 1]->name, "' and '", by_offset[i]->name,
@@ -137,7 +140,12 @@ const TensorInfo& SafetensorsFile::info(const std::string& name) const {
 
 Tensor SafetensorsFile::tensor(const std::string& name) const {
   const TensorInfo& entry = info(name);
-  return Tensor::wrap(region_.owner, data_section_ + entry.begin, entry.shape, entry.dtype, /*writable=*/false);
+  const std::byte* data = data_section_ + entry.begin;
+  Tensor view = Tensor::wrap(region_.owner, data, entry.shape, entry.dtype, /*writable=*/false);
+  // Writers pad the header so tensors are aligned; a file that does not gets a copy,
+  // since kernels read elements as their type.
+  if (reinterpret_cast<uintptr_t>(data) % dtype_size(entry.dtype) != 0) return view.clone();
+  return view;
 }
 
 std::vector<std::string> SafetensorsFile::names() const {

@@ -22,7 +22,7 @@ struct AttentionWeights {
 struct GatedMlpWeights {
   Tensor gate_proj, up_proj;  // [intermediate, hidden]
   Tensor down_proj;           // [hidden, intermediate]
-  Tensor gate_bias, up_bias, down_bias;
+  Tensor gate_bias{}, up_bias{}, down_bias{};  // [out] or undefined
 };
 
 struct AttentionOptions {

@@ -17,7 +17,7 @@ namespace shardlm::models {
 struct LoadOptions {
   // Convert floating weights to this dtype while loading (a copy); unset keeps the
   // stored dtype and the weights stay memory-mapped.
-  std::optional<DType> dtype;
+  std::optional<DType> dtype{};
 };
 
 struct ForwardInputs {

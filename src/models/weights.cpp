@@ -14,8 +14,4 @@ Tensor WeightLoader::require(const std::string& name, const Shape& expected) {
   return tensor;
 }
 
-Tensor WeightLoader::optional(const std::string& name, const Shape& expected) {
-  return checkpoint_.contains(name) ? require(name, expected) : Tensor();
-}
-
 }  // namespace shardlm::models

@@ -16,8 +16,6 @@ class WeightLoader {
 
   // The tensor `name`, which must exist with shape `expected`.
   Tensor require(const std::string& name, const Shape& expected);
-  // The tensor if the checkpoint has it (checked against `expected`), else undefined.
-  Tensor optional(const std::string& name, const Shape& expected);
   bool contains(const std::string& name) const { return checkpoint_.contains(name); }
   size_t loaded_bytes() const { return loaded_bytes_; }
 

@@ -184,7 +184,9 @@ TEST_F(ReferenceKernels, SoftmaxLogSoftmaxArgmax) {
   for (float v : logits) total += std::exp(static_cast<double>(v));
   for (size_t i = 0; i < logits.size(); ++i) {
     EXPECT_NEAR(probabilities[i], std::exp(static_cast<double>(logits[i])) / total, 1e-7);
-    if (std::isfinite(logits[i])) EXPECT_NEAR(log_probabilities[i], logits[i] - std::log(total), 1e-6);
+    if (std::isfinite(logits[i])) {
+      EXPECT_NEAR(log_probabilities[i], logits[i] - std::log(total), 1e-6);
+    }
   }
   EXPECT_EQ(probabilities[5], 0.0f);
   EXPECT_EQ(reference::argmax(logits), 2);  // ties go to the lowest index

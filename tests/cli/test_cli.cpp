@@ -98,6 +98,7 @@ TEST(Cli, BadInputGetsAClearErrorAndNoOutput) {
     EXPECT_EQ(result.exit_code, 1) << c.arguments;
     EXPECT_TRUE(contains(result.err, c.message)) << c.arguments << ": " << result.err;
     EXPECT_TRUE(contains(result.err, "shardlm: error:")) << result.err;
+    EXPECT_TRUE(result.out.empty()) << c.arguments << ": " << result.out;
   }
   CommandResult bad_choice = run("generate --output xml");
   EXPECT_NE(bad_choice.exit_code, 0);
@@ -117,6 +118,13 @@ TEST(Cli, HelpExplainsEachCommand) {
                              "--device", "--output", "--stop"})
     EXPECT_TRUE(contains(generate.out, option)) << option;
   EXPECT_EQ(run("devices --help").exit_code, 0);
+  CommandResult chat = run("chat --help");
+  EXPECT_EQ(chat.exit_code, 0);
+  EXPECT_TRUE(contains(chat.out, "--system") && contains(chat.out, "--enable-thinking")) << chat.out;
+  CommandResult tokenize = run("tokenize --help");
+  EXPECT_EQ(tokenize.exit_code, 0);
+  EXPECT_TRUE(contains(tokenize.out, "--decode") && contains(tokenize.out, "--plain")) << tokenize.out;
+  EXPECT_EQ(run("download --help").exit_code, 0);
 }
 
 TEST(Cli, BatchOfPromptsPrintsOneLinePerPrompt) {

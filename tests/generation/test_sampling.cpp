@@ -115,9 +115,13 @@ TEST(TokenSelector, SamplesInProportionToTheWarpedDistribution) {
 
 TEST(TokenSelector, RejectsInvalidSettings) {
   EXPECT_THROW(TokenSelector({.do_sample = true, .temperature = 0.0f}, 1), Error);
-  EXPECT_THROW(TokenSelector({.top_p = 1.5f}, 1), Error);
+  EXPECT_THROW(TokenSelector({.do_sample = true, .top_p = 1.5f}, 1), Error);
+  EXPECT_NO_THROW(TokenSelector({.do_sample = false, .temperature = 0.0f}, 1));  // greedy ignores it, as transformers
   EXPECT_THROW(TokenSelector({.repetition_penalty = 0.0f}, 1), Error);
-  EXPECT_THROW(TokenSelector({.top_k = -1}, 1), Error);
+  EXPECT_THROW(TokenSelector({.do_sample = true, .top_k = -1}, 1), Error);
+  std::vector<float> nan_logits{0.5f, NAN};
+  TokenSelector greedy({}, 1);
+  EXPECT_THROW(greedy.select(nan_logits, {}), Error);
 }
 
 TEST(ResolveGeneration, RequestOverridesModelOverridesDefaults) {

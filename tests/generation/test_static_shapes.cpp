@@ -17,7 +17,9 @@ std::atomic<bool> counting{false};
 std::atomic<int64_t> allocations{0};
 }  // namespace
 
-// Every heap allocation in this test binary passes through here.
+// Every heap allocation in this test binary passes through here. new and delete are
+// replaced together (malloc/free), which GCC's mismatch heuristic cannot see.
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 void* operator new(size_t size) {
   if (counting.load(std::memory_order_relaxed)) allocations.fetch_add(1, std::memory_order_relaxed);
   if (void* memory = std::malloc(size ? size : 1)) return memory;

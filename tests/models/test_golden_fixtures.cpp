@@ -118,6 +118,33 @@ TEST_P(GoldenFixture, CompiledEqualsEagerForEveryChunkSize) {
   }
 }
 
+// Four prompts of different lengths in one batch equal each prompt alone, with one
+// row made to stop early at an EOS while the others go on.
+TEST_P(GoldenFixture, BatchOfFourEqualsEachPromptAlone) {
+  LoadedFixture fixture(GetParam().name);
+  const std::vector<int64_t> prompt = fixture.ids("input_ids");
+  std::vector<std::vector<int64_t>> prompts;
+  for (size_t length : {prompt.size(), size_t{13}, size_t{6}, size_t{1}})
+    prompts.emplace_back(prompt.begin(), prompt.begin() + static_cast<std::ptrdiff_t>(length));
+  GenerationConfig request{.max_new_tokens = 12};
+  request.eos_token_id = std::vector<int64_t>{};
+  request.prefill_chunk_size = 5;
+  // Row 2's fourth greedy token becomes the EOS, so row 2 ends after at most 4 tokens.
+  request.eos_token_id = std::vector<int64_t>{fixture.generator.generate({prompts[2]}, request).front().generated[3]};
+  for (bool disable_compile : {false, true}) {
+    request.disable_compile = disable_compile;
+    std::vector<generation::GenerationResult> together = fixture.generator.generate(prompts, request);
+    ASSERT_EQ(together.size(), 4u);
+    for (size_t row = 0; row < prompts.size(); ++row) {
+      generation::GenerationResult alone = fixture.generator.generate({prompts[row]}, request).front();
+      EXPECT_EQ(together[row].generated, alone.generated) << "row " << row << " disable_compile " << disable_compile;
+      EXPECT_EQ(together[row].finish_reason, alone.finish_reason) << "row " << row;
+    }
+    EXPECT_EQ(together[2].finish_reason, generation::FinishReason::eos);
+    EXPECT_LE(together[2].generated.size(), 4u);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(EveryFixture, GoldenFixture,
                          ::testing::Values(Fixture{"llama-tiny", 1e-4}, Fixture{"llama3-tiny", 1e-4},
                                            Fixture{"qwen3-tiny", 1e-4}, Fixture{"qwen3-tiny-untied", 1e-4},

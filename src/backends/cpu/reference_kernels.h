@@ -1,5 +1,7 @@
 #pragma once
-// Scalar reference kernels: the plain, obviously-correct version of every op.
+// Scalar reference kernels: the plain, obviously-correct version of every op. The
+// fused forms (linear_residual, gated_linear, rms_norm_linear) have no kernel of their
+// own here: their reference is the composition of these ops.
 // They stay in the tree forever: optimized kernels of every backend are tested
 // against them (tests/backends). Shapes are as in backends/backend.h.
 
@@ -13,12 +15,6 @@ namespace shardlm::backends::reference {
 
 void embedding(const Tensor& table, const Tensor& ids, const Tensor& out);
 void linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& out);
-void linear_residual(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual,
-                     const Tensor& out);
-void gated_linear(const Tensor& x, const Tensor& gate_weight, const Tensor& gate_bias, const Tensor& up_weight,
-                  const Tensor& up_bias, const Tensor& out);
-void rms_norm_linear(const Tensor& x, const Tensor& norm_weight, float eps, const Tensor& weight, const Tensor& bias,
-                     const Tensor& out);
 void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out);
 void rope(const Tensor& x, const Tensor& positions, const RotaryEmbedding& rotary);
 void kv_cache_write(const Tensor& cache, const Tensor& entries, const Tensor& positions);
