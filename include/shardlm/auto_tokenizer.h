@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,15 @@ struct ChatTemplateOptions {
   std::string extra_variables_json{};
 };
 
+// How to call a tokenizer on texts, as transformers' __call__ arguments.
+struct EncodeOptions {
+  bool add_special_tokens = true;
+  std::string padding = "do_not_pad";  // or "longest", "max_length"
+  bool truncation = false;
+  std::optional<int64_t> max_length{};  // for truncation and "max_length" padding; default model_max_length
+  std::optional<std::string> padding_side{};  // "left" or "right"; default tokenizer_config.json's
+};
+
 // What calling a tokenizer returns: one row per text.
 struct BatchEncoding {
   std::vector<std::vector<int64_t>> input_ids;
@@ -40,6 +50,8 @@ class AutoTokenizer {
   // add_special_tokens as tokenizer_config.json / the post-processor say (e.g. BOS).
   BatchEncoding operator()(const std::string& text, bool add_special_tokens = true) const;
   BatchEncoding operator()(const std::vector<std::string>& texts, bool add_special_tokens = true) const;
+  // With padding (attention_mask 0 on pad tokens) and truncation.
+  BatchEncoding operator()(const std::vector<std::string>& texts, const EncodeOptions& options) const;
   std::vector<int64_t> encode(const std::string& text, bool add_special_tokens = true) const;
   std::string decode(const std::vector<int64_t>& ids, bool skip_special_tokens = false) const;
 

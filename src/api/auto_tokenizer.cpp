@@ -33,7 +33,25 @@ BatchEncoding AutoTokenizer::operator()(const std::string& text, bool add_specia
 }
 
 BatchEncoding AutoTokenizer::operator()(const std::vector<std::string>& texts, bool add_special_tokens) const {
-  tokenizer::BatchEncoding encoded = impl_->pretrained.encode(texts, {.add_special_tokens = add_special_tokens});
+  return (*this)(texts, EncodeOptions{.add_special_tokens = add_special_tokens});
+}
+
+BatchEncoding AutoTokenizer::operator()(const std::vector<std::string>& texts, const EncodeOptions& options) const {
+  tokenizer::EncodeOptions encode{.add_special_tokens = options.add_special_tokens, .truncation = options.truncation,
+                                  .max_length = options.max_length};
+  if (options.padding == "longest") {
+    encode.padding = tokenizer::Padding::Longest;
+  } else if (options.padding == "max_length") {
+    encode.padding = tokenizer::Padding::MaxLength;
+  } else if (options.padding != "do_not_pad") {
+    fail("padding '", options.padding, "' is not one of do_not_pad, longest, max_length");
+  }
+  if (options.padding_side) {
+    if (*options.padding_side != "left" && *options.padding_side != "right")
+      fail("padding_side '", *options.padding_side, "' is not left or right");
+    encode.padding_side = *options.padding_side == "left" ? tokenizer::Side::Left : tokenizer::Side::Right;
+  }
+  tokenizer::BatchEncoding encoded = impl_->pretrained.encode(texts, encode);
   BatchEncoding encoding;
   for (size_t row = 0; row < encoded.input_ids.size(); ++row) {
     encoding.input_ids.push_back(widen(encoded.input_ids[row]));

@@ -120,6 +120,19 @@ TEST(Stories260KGeneration, BatchedRowsEqualEachPromptAlone) {
   EXPECT_EQ(std::vector<int64_t>(outputs[0].begin() + 2, outputs[0].end()), alone);
 }
 
+TEST(Stories260KGeneration, TokenizerPaddingAndTruncationOptions) {
+  AutoTokenizer tokenizer = AutoTokenizer::from_pretrained("embedded:stories260K");
+  BatchEncoding truncated = tokenizer({"Once upon a time"}, EncodeOptions{.truncation = true, .max_length = 3});
+  EXPECT_EQ(truncated.input_ids.front(), (std::vector<int64_t>{1, 403, 407}));
+  try {
+    tokenizer({"a", "Once upon a time"}, EncodeOptions{.padding = "longest"});
+    FAIL() << "stories260K has no pad token";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("pad_token"), std::string::npos) << error.what();
+  }
+  EXPECT_THROW(tokenizer({"a"}, EncodeOptions{.padding = "sideways"}), Error);
+}
+
 TEST(Stories260KGeneration, StopStringsEndGenerationAndStayInTheOutput) {
   AutoModelForCausalLM model = AutoModelForCausalLM::from_pretrained("embedded:stories260K");
   AutoTokenizer tokenizer = AutoTokenizer::from_pretrained("embedded:stories260K");

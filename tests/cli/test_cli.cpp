@@ -1,39 +1,21 @@
 // The `shardlm` binary as a user runs it: exit codes, stdout, stderr.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "cli_runner.h"
 #include "test_util.h"
 
 namespace shardlm {
 namespace {
 
-struct CommandResult {
-  int exit_code = -1;
-  std::string out, err;
-};
+using testing::CommandResult;
 
-// Runs `shardlm ARGUMENTS`, with `input` on standard input.
 CommandResult run(const std::string& arguments, const std::string& input = "") {
-  const std::string err_path = std::filesystem::temp_directory_path() / ("shardlm_cli_err_" + std::to_string(::getpid()));
-  const std::string in_path = err_path + ".in";
-  std::ofstream(in_path) << input;
-  const std::string command = std::string(SHARDLM_CLI_PATH) + " " + arguments + " <" + in_path + " 2>" + err_path;
-  CommandResult result;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  char buffer[4096];
-  for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) result.out.append(buffer, n);
-  int status = ::pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream err(err_path);
-  result.err.assign(std::istreambuf_iterator<char>(err), {});
-  std::filesystem::remove(err_path);
-  std::filesystem::remove(in_path);
-  return result;
+  return testing::run_shardlm(arguments, input);
 }
 
 bool contains(const std::string& haystack, const std::string& needle) { return haystack.find(needle) != std::string::npos; }

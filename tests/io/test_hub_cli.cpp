@@ -1,20 +1,14 @@
 // `shardlm download` and `shardlm generate --model ORG/NAME` against the fake hub.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <cstdio>
 #include <fstream>
 
+#include "cli_runner.h"
 #include "io/hub_test_environment.h"
 
 namespace shardlm::testing {
 namespace {
 namespace fs = std::filesystem;
-
-struct CommandResult {
-  int exit_code = -1;
-  std::string out, err;
-};
 
 class HubCliTest : public HubTest {
  protected:
@@ -24,18 +18,7 @@ class HubCliTest : public HubTest {
     hub_.add_repo("tiny-org/qwen3-tiny", qwen3_tiny_repo());
   }
 
-  CommandResult run(const std::string& arguments) const {
-    const fs::path err_path = root() / "stderr.txt";
-    const std::string command = std::string(SHARDLM_CLI_PATH) + " " + arguments + " 2>" + err_path.string();
-    CommandResult result;
-    FILE* pipe = ::popen(command.c_str(), "r");
-    char buffer[4096];
-    for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) result.out.append(buffer, n);
-    int status = ::pclose(pipe);
-    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    result.err = read_file(err_path.string());
-    return result;
-  }
+  CommandResult run(const std::string& arguments) const { return run_shardlm(arguments); }
 
   fs::path snapshot() const {
     return cache_dir() / "models--tiny-org--qwen3-tiny" / "snapshots" / FakeHub::default_commit;
