@@ -24,6 +24,8 @@ struct PretrainedOptions {
   std::string device_map = "cpu";
   // For a model id: a branch, tag or commit hash.
   std::string revision = "main";
+  // CPU threads for the kernels; 0 uses one per hardware thread.
+  int threads = 0;
 };
 
 // Called for every generated token of input row `row` with the text it completes

@@ -29,7 +29,7 @@ AutoModelForCausalLM AutoModelForCausalLM::from_pretrained(const std::string& pa
   io::ModelFiles files = io::resolve_model(path_or_id, {.revision = options.revision});
   auto impl = std::make_shared<Impl>();
   impl->config = io::load_model_config(files);
-  impl->backend = backends::create_backend(options.device_map);
+  impl->backend = backends::create_backend(options.device_map, options.threads);
   impl->checkpoint = io::Checkpoint::open(files);
   impl->model = models::create_causal_lm(impl->config, impl->checkpoint, {.dtype = options.dtype});
   impl->generator = std::make_unique<generation::Generator>(*impl->model, *impl->backend,

@@ -78,6 +78,7 @@ struct BackendInfo {
 std::vector<BackendInfo> list_backends();
 
 // "cpu", "cuda", "cuda:N" or "auto" (the best available; logs which it picked).
-std::unique_ptr<Backend> create_backend(const std::string& device_map);
+// `threads`: the CPU backend's thread pool size; <= 0 means one per hardware thread.
+std::unique_ptr<Backend> create_backend(const std::string& device_map, int threads = 0);
 
 }  // namespace shardlm::backends

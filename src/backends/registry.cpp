@@ -14,11 +14,11 @@ std::vector<BackendInfo> list_backends() {
   };
 }
 
-std::unique_ptr<Backend> create_backend(const std::string& device_map) {
-  if (device_map == "cpu" || device_map == "cpu:0") return create_cpu_backend();
+std::unique_ptr<Backend> create_backend(const std::string& device_map, int threads) {
+  if (device_map == "cpu" || device_map == "cpu:0") return create_cpu_backend(threads);
   if (device_map == "auto") {
     log::notice("device_map=auto: using cpu (no accelerator backend is available in this build)");
-    return create_cpu_backend();
+    return create_cpu_backend(threads);
   }
   if (device_map.starts_with("cuda"))
     fail("device_map '", device_map, "': this build has no CUDA backend; use \"cpu\" or \"auto\"");

@@ -66,8 +66,28 @@ Tensor Tensor::slice_rows(int64_t begin, int64_t end) const {
   Shape sliced = shape_;
   sliced[0] = end - begin;
   size_t row_bytes = shape_[0] ? nbytes() / static_cast<size_t>(shape_[0]) : 0;
-  return wrap(owner_, static_cast<const std::byte*>(data_) + row_bytes * static_cast<size_t>(begin),
-              std::move(sliced), dtype_, writable_, device_);
+  Tensor rows = wrap(owner_, static_cast<const std::byte*>(data_) + row_bytes * static_cast<size_t>(begin),
+                     std::move(sliced), dtype_, writable_, device_);
+  if (block_scales_) rows.block_scales_ = std::make_shared<const Tensor>(block_scales_->slice_rows(begin, end));
+  return rows;
+}
+
+Tensor Tensor::with_block_scales(Tensor scales) const {
+  SHARDLM_CHECK(dtype_ == DType::i8 && shape_.rank() == 2 && shape_[1] % quant_block == 0,
+                "block scales need an int8 [out, in] weight with in a multiple of ", quant_block, ", not ",
+                describe());
+  const Shape expected{shape_[0], shape_[1] / quant_block};
+  SHARDLM_CHECK(scales.dtype() == DType::f16 && scales.shape() == expected,
+                "block scales of ", describe(), " must be float16[", shape_[0], ", ", shape_[1] / quant_block,
+                "], not ", scales.describe());
+  Tensor result = *this;
+  result.block_scales_ = std::make_shared<const Tensor>(std::move(scales));
+  return result;
+}
+
+const Tensor& Tensor::block_scales() const {
+  SHARDLM_CHECK(block_scales_ != nullptr, describe(), " has no quantization block scales");
+  return *block_scales_;
 }
 
 Tensor Tensor::reshape(Shape shape) const {

@@ -70,6 +70,14 @@ class Tensor {
 
   std::string describe() const;  // "bfloat16[1024, 64]"
 
+  // Weight-only int8 quantization: an i8 [out, in] weight carries f16 scales
+  // [out, in / quant_block], one per block of `quant_block` consecutive elements of a
+  // row; element (o, i) stands for weight[o, i] * scales[o, i / quant_block].
+  static constexpr int64_t quant_block = 32;
+  Tensor with_block_scales(Tensor scales) const;
+  bool quantized() const { return block_scales_ != nullptr; }
+  const Tensor& block_scales() const;
+
  private:
   std::shared_ptr<const void> owner_;
   const void* data_ = nullptr;
@@ -77,6 +85,7 @@ class Tensor {
   DType dtype_ = DType::f32;
   Device device_;
   bool writable_ = false;
+  std::shared_ptr<const Tensor> block_scales_;
 };
 
 }  // namespace shardlm

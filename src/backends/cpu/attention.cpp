@@ -1,47 +1,82 @@
-// Attention over the static cache, one query row at a time: scores with vector dots,
-// a softmax, and the weighted sum of value rows as vector axpys.
+// Attention over the static cache, flash-decoding style. One task per (row, query
+// position, KV head): the query heads that share a KV head (grouped-query attention)
+// walk its keys and values together, so each cached row is loaded once per group,
+// in tiles of 64 positions with an online softmax (a running maximum and sum), so
+// the scratch is a fixed stack tile whatever max_cache_len is. Tasks spread over the
+// pool: decode splits over batch and KV heads, prefill also over query positions.
 #include <algorithm>
 #include <cmath>
-#include <vector>
 
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/simd.h"
 #include "core/error.h"
 
 namespace shardlm::backends::cpu {
+namespace {
 
-void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& positions, float scale,
-               int64_t sliding_window, const Tensor& out) {
+constexpr int64_t key_tile = 64, heads_per_pass = 8;
+
+// result[g] = softmax(query[g] . keys[first..visible) * scale) . values, for g < heads.
+void attend(const float* query, int64_t heads, const float* keys, const float* values, int64_t first,
+            int64_t visible, int64_t head_dim, float scale, float* result) {
+  float scores[heads_per_pass][key_tile];
+  float maximum[heads_per_pass], sum[heads_per_pass];
+  std::fill(maximum, maximum + heads, -INFINITY);
+  std::fill(sum, sum + heads, 0.0f);
+  std::fill(result, result + heads * head_dim, 0.0f);
+  for (int64_t t0 = first; t0 < visible; t0 += key_tile) {
+    const int64_t count = std::min(key_tile, visible - t0);
+    for (int64_t t = 0; t < count; ++t)
+      for (int64_t g = 0; g < heads; ++g)
+        scores[g][t] = dot(query + g * head_dim, keys + (t0 + t) * head_dim, head_dim) * scale;
+    for (int64_t g = 0; g < heads; ++g) {
+      const float tile_maximum = *std::max_element(scores[g], scores[g] + count);
+      const float new_maximum = std::max(maximum[g], tile_maximum);
+      const float rescale = std::exp(maximum[g] - new_maximum);  // 0 on the first tile
+      if (rescale != 1.0f) {
+        float* accumulated = result + g * head_dim;
+        for (int64_t d = 0; d < head_dim; ++d) accumulated[d] *= rescale;
+      }
+      sum[g] *= rescale;
+      maximum[g] = new_maximum;
+      for (int64_t t = 0; t < count; ++t) sum[g] += scores[g][t] = std::exp(scores[g][t] - new_maximum);
+    }
+    for (int64_t t = 0; t < count; ++t)
+      for (int64_t g = 0; g < heads; ++g) axpy(scores[g][t], values + (t0 + t) * head_dim, result + g * head_dim, head_dim);
+  }
+  for (int64_t g = 0; g < heads; ++g) {
+    const float inverse = 1.0f / sum[g];
+    for (int64_t d = 0; d < head_dim; ++d) result[g * head_dim + d] *= inverse;
+  }
+}
+
+}  // namespace
+
+void attention(ThreadPool& pool, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+               const Tensor& positions, float scale, int64_t sliding_window, const Tensor& out) {
   const int64_t batch = q.shape()[0], seq = q.shape()[1], heads = q.shape()[2], head_dim = q.shape()[3];
   const int64_t kv_heads = k_cache.shape()[1], max_cache_len = k_cache.shape()[2];
   const int64_t group = heads / kv_heads;
   const int32_t* position = positions.data<int32_t>();
-  thread_local std::vector<float> scores;
-  if (scores.size() < static_cast<size_t>(max_cache_len)) scores.resize(static_cast<size_t>(max_cache_len));
-  for (int64_t b = 0; b < batch; ++b)
-    for (int64_t s = 0; s < seq; ++s) {
-      const int64_t visible = position[b * seq + s] + 1;
-      SHARDLM_CHECK(visible <= max_cache_len, "attention: position ", visible - 1,
-                    " is outside the KV cache (max_cache_len ", max_cache_len, ")");
-      const int64_t first = sliding_window > 0 ? std::max<int64_t>(0, visible - sliding_window) : 0;
-      for (int64_t h = 0; h < heads; ++h) {
-        float* result = out.mutable_data<float>() + ((b * seq + s) * heads + h) * head_dim;
-        std::fill(result, result + head_dim, 0.0f);
-        if (visible <= 0) continue;  // padding
-        const float* query = q.data<float>() + ((b * seq + s) * heads + h) * head_dim;
-        const float* keys = k_cache.data<float>() + (b * kv_heads + h / group) * max_cache_len * head_dim;
-        const float* values = v_cache.data<float>() + (b * kv_heads + h / group) * max_cache_len * head_dim;
-        float maximum = -INFINITY;
-        for (int64_t t = first; t < visible; ++t) {
-          scores[t] = dot(query, keys + t * head_dim, head_dim) * scale;
-          maximum = std::max(maximum, scores[t]);
-        }
-        float sum = 0;
-        for (int64_t t = first; t < visible; ++t) sum += scores[t] = std::exp(scores[t] - maximum);
-        const float inverse = 1.0f / sum;
-        for (int64_t t = first; t < visible; ++t) axpy(scores[t] * inverse, values + t * head_dim, result, head_dim);
-      }
+  for (int64_t i = 0; i < batch * seq; ++i)
+    SHARDLM_CHECK(position[i] < max_cache_len, "attention: position ", position[i],
+                  " is outside the KV cache (max_cache_len ", max_cache_len, ")");
+  pool.run(batch * seq * kv_heads, [&](int64_t task) {
+    const int64_t kv_head = task % kv_heads, row = task / kv_heads;  // row = b * seq + s
+    const int64_t b = row / seq, visible = position[row] + 1;
+    float* result = out.mutable_data<float>() + (row * heads + kv_head * group) * head_dim;  // [group, head_dim]
+    if (visible <= 0) {  // padding
+      std::fill(result, result + group * head_dim, 0.0f);
+      return;
     }
+    const int64_t first = sliding_window > 0 ? std::max<int64_t>(0, visible - sliding_window) : 0;
+    const float* query = q.data<float>() + (row * heads + kv_head * group) * head_dim;  // [group, head_dim]
+    const float* keys = k_cache.data<float>() + (b * kv_heads + kv_head) * max_cache_len * head_dim;
+    const float* values = v_cache.data<float>() + (b * kv_heads + kv_head) * max_cache_len * head_dim;
+    for (int64_t g = 0; g < group; g += heads_per_pass)
+      attend(query + g * head_dim, std::min(heads_per_pass, group - g), keys, values, first, visible, head_dim, scale,
+             result + g * head_dim);
+  });
 }
 
 }  // namespace shardlm::backends::cpu

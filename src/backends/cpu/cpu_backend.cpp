@@ -12,6 +12,7 @@ namespace {
 
 class CpuBackend final : public Backend {
  public:
+  explicit CpuBackend(int threads) : pool_(threads) {}
   std::string name() const override { return "cpu"; }
   Device device() const override { return {DeviceKind::cpu, 0}; }
   Tensor allocate(Shape shape, DType dtype) override { return Tensor::empty(std::move(shape), dtype); }
@@ -21,22 +22,22 @@ class CpuBackend final : public Backend {
     reference::embedding(table, ids, out);
   }
   void linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& out) override {
-    cpu::linear(x, weight, bias, out);
+    cpu::linear(pool_, x, weight, bias, out);
   }
   void linear_residual(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual,
                        const Tensor& out) override {
-    cpu::linear_residual(x, weight, bias, residual, out);
+    cpu::linear_residual(pool_, x, weight, bias, residual, out);
   }
   void gated_linear(const Tensor& x, const Tensor& gate_weight, const Tensor& gate_bias, const Tensor& up_weight,
                     const Tensor& up_bias, const Tensor& out) override {
-    cpu::gated_linear(x, gate_weight, gate_bias, up_weight, up_bias, out);
+    cpu::gated_linear(pool_, x, gate_weight, gate_bias, up_weight, up_bias, out);
   }
   void rms_norm_linear(const Tensor& x, const Tensor& norm_weight, float eps, const Tensor& weight, const Tensor& bias,
                        const Tensor& out) override {
-    cpu::rms_norm_linear(x, norm_weight, eps, weight, bias, out);
+    cpu::rms_norm_linear(pool_, x, norm_weight, eps, weight, bias, out);
   }
   void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) override {
-    reference::rms_norm(x, weight, eps, out);
+    cpu::rms_norm(pool_, x, weight, eps, out);
   }
   void rope(const Tensor& x, const Tensor& positions, const RotaryEmbedding& rotary) override {
     reference::rope(x, positions, rotary);
@@ -46,12 +47,12 @@ class CpuBackend final : public Backend {
   }
   void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& positions, float scale,
                  int64_t sliding_window, const Tensor& out) override {
-    cpu::attention(q, k_cache, v_cache, positions, scale, sliding_window, out);
+    cpu::attention(pool_, q, k_cache, v_cache, positions, scale, sliding_window, out);
   }
   void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) override {
-    reference::silu_mul(gate, up, out);
+    cpu::silu_mul(pool_, gate, up, out);
   }
-  void add(const Tensor& a, const Tensor& b, const Tensor& out) override { reference::add(a, b, out); }
+  void add(const Tensor& a, const Tensor& b, const Tensor& out) override { cpu::add(pool_, a, b, out); }
   void gather_rows(const Tensor& x, const Tensor& indices, const Tensor& out) override {
     reference::gather_rows(x, indices, out);
   }
@@ -61,10 +62,13 @@ class CpuBackend final : public Backend {
   }
   void copy_to_host(const Tensor& source, const Tensor& destination) override { copy(source, destination); }
   void copy_from_host(const Tensor& source, const Tensor& destination) override { copy(source, destination); }
+
+ private:
+  cpu::ThreadPool pool_;
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> create_cpu_backend() { return std::make_unique<CpuBackend>(); }
+std::unique_ptr<Backend> create_cpu_backend(int threads) { return std::make_unique<CpuBackend>(threads); }
 
 }  // namespace shardlm::backends

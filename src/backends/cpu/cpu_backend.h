@@ -5,6 +5,7 @@
 
 namespace shardlm::backends {
 
-std::unique_ptr<Backend> create_cpu_backend();
+// threads <= 0: one per hardware thread.
+std::unique_ptr<Backend> create_cpu_backend(int threads = 0);
 
 }  // namespace shardlm::backends

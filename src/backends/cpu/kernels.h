@@ -1,20 +1,29 @@
 #pragma once
 // The CPU backend's optimized kernels. Each has the semantics of the reference
 // kernel of the same name (reference_kernels.h); tests/backends checks them against it.
+// Each spreads its work over `pool`.
 
+#include "backends/cpu/thread_pool.h"
 #include "backends/rotary.h"
 #include "core/tensor.h"
 
 namespace shardlm::backends::cpu {
 
-void linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& out);
-void linear_residual(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual,
-                     const Tensor& out);
-void gated_linear(const Tensor& x, const Tensor& gate_weight, const Tensor& gate_bias, const Tensor& up_weight,
-                  const Tensor& up_bias, const Tensor& out);
-void rms_norm_linear(const Tensor& x, const Tensor& norm_weight, float eps, const Tensor& weight, const Tensor& bias,
-                     const Tensor& out);
-void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& positions, float scale,
-               int64_t sliding_window, const Tensor& out);
+void linear(ThreadPool& pool, const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& out);
+void linear_residual(ThreadPool& pool, const Tensor& x, const Tensor& weight, const Tensor& bias,
+                     const Tensor& residual, const Tensor& out);
+void gated_linear(ThreadPool& pool, const Tensor& x, const Tensor& gate_weight, const Tensor& gate_bias,
+                  const Tensor& up_weight, const Tensor& up_bias, const Tensor& out);
+void rms_norm_linear(ThreadPool& pool, const Tensor& x, const Tensor& norm_weight, float eps, const Tensor& weight,
+                     const Tensor& bias, const Tensor& out);
+void attention(ThreadPool& pool, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+               const Tensor& positions, float scale, int64_t sliding_window, const Tensor& out);
+
+// x f32 [rows, dim] -> out [rows, dim]; out may be x
+void rms_norm_rows(ThreadPool& pool, const float* x, int64_t rows, int64_t dim, const Tensor& weight, float eps,
+                   float* out);
+void rms_norm(ThreadPool& pool, const Tensor& x, const Tensor& weight, float eps, const Tensor& out);
+void silu_mul(ThreadPool& pool, const Tensor& gate, const Tensor& up, const Tensor& out);
+void add(ThreadPool& pool, const Tensor& a, const Tensor& b, const Tensor& out);
 
 }  // namespace shardlm::backends::cpu

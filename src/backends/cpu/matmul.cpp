@@ -1,26 +1,17 @@
-// Linear layers: each weight row is widened to f32 once and dotted with every input
-// row while it is in cache; dots run on 8-lane vectors.
+// Linear layers and their fused forms: the output columns are split into tasks for
+// the thread pool; each task runs the best matmul kernel (matmul_kernels.h) on its
+// columns and then its epilogue (bias, residual, silu·mul) on the same columns while
+// they are still in cache.
 #include <cmath>
 #include <vector>
 
 #include "backends/cpu/kernels.h"
+#include "backends/cpu/matmul_kernels.h"
 #include "backends/cpu/reference_kernels.h"
 #include "backends/cpu/simd.h"
 
 namespace shardlm::backends::cpu {
 namespace {
-
-// Row `row` of an [out, in] weight as f32: the stored row itself, or widened into `buffer`.
-const float* weight_row(const Tensor& weight, int64_t row, int64_t in, float* buffer) {
-  if (weight.dtype() == DType::f32) return weight.data<float>() + row * in;
-  convert_to_f32(static_cast<const std::byte*>(weight.raw()) + row * in * dtype_size(weight.dtype()), weight.dtype(),
-                 buffer, static_cast<size_t>(in));
-  return buffer;
-}
-
-float bias_at(const Tensor& bias, int64_t index) {
-  return bias.defined() && bias.numel() ? reference::load_f32(bias, index) : 0.0f;
-}
 
 // Per-thread scratch that grows to the largest size seen, then stays: no allocation
 // once a shape has run.
@@ -29,71 +20,83 @@ float* scratch(std::vector<float>& buffer, int64_t size) {
   return buffer.data();
 }
 
-// out[r, o] = finish(r, o, x[r] . weight[o] + bias[o]) for every row r and output o.
-template <typename Finish>
-void linear_rows(const float* x, int64_t rows, int64_t in, const Tensor& weight, const Tensor& bias, Finish finish) {
-  thread_local std::vector<float> row_buffer;
-  float* buffer = scratch(row_buffer, in);
-  const int64_t out_features = weight.shape()[0];
-  for (int64_t o = 0; o < out_features; ++o) {
-    const float* w = weight_row(weight, o, in, buffer);
-    const float b = bias_at(bias, o);
-    for (int64_t r = 0; r < rows; ++r) finish(r, o, dot(x + r * in, w, in) + b);
+// Splits [0, out_features) into column ranges: about four per thread so that uneven
+// tasks balance, each a multiple of the kernel's panel width.
+template <typename Task>
+void for_column_ranges(ThreadPool& pool, int64_t rows, int64_t out_features, Task task) {
+  const int64_t granule = rows <= gemv_max_rows ? 16 : 64;
+  const int64_t wanted = std::max<int64_t>(1, 4 * pool.threads());
+  const int64_t width = std::max(granule, (out_features / wanted + granule - 1) / granule * granule);
+  const int64_t count = (out_features + width - 1) / width;
+  pool.run(count, [&](int64_t i) { task(i * width, std::min(out_features, (i + 1) * width)); });
+}
+
+// out[r, o] = x[r] . weight[o] for o in [begin, end).
+void products(const float* x, int64_t rows, const WeightView& weight, int64_t begin, int64_t end, float* out,
+              int64_t stride) {
+  const MatmulKernels& kernels = matmul_kernels();
+  (rows <= gemv_max_rows ? kernels.gemv : kernels.gemm)(x, rows, weight, begin, end, out, stride);
+}
+
+void add_bias(const Tensor& bias, int64_t rows, int64_t begin, int64_t end, float* out, int64_t stride) {
+  if (!bias.defined() || bias.numel() == 0) return;
+  for (int64_t o = begin; o < end; ++o) {
+    const float b = reference::load_f32(bias, o);
+    for (int64_t r = 0; r < rows; ++r) out[r * stride + o] += b;
   }
+}
+
+void linear_of(ThreadPool& pool, const float* x, int64_t rows, const Tensor& weight, const Tensor& bias,
+               const float* residual, float* out) {
+  const WeightView view = WeightView::of(weight);
+  const int64_t out_features = weight.shape()[0];
+  for_column_ranges(pool, rows, out_features, [&](int64_t begin, int64_t end) {
+    products(x, rows, view, begin, end, out, out_features);
+    add_bias(bias, rows, begin, end, out, out_features);
+    if (residual)
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t o = begin; o < end; ++o) out[r * out_features + o] += residual[r * out_features + o];
+  });
 }
 
 }  // namespace
 
-void linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& out) {
-  const int64_t out_features = weight.shape()[0];
-  float* result = out.mutable_data<float>();
-  linear_rows(x.data<float>(), x.shape()[0], x.shape()[1], weight, bias,
-              [&](int64_t r, int64_t o, float value) { result[r * out_features + o] = value; });
+void linear(ThreadPool& pool, const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& out) {
+  linear_of(pool, x.data<float>(), x.shape()[0], weight, bias, nullptr, out.mutable_data<float>());
 }
 
-void linear_residual(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual,
-                     const Tensor& out) {
-  const int64_t out_features = weight.shape()[0];
-  const float* add = residual.data<float>();
+void linear_residual(ThreadPool& pool, const Tensor& x, const Tensor& weight, const Tensor& bias,
+                     const Tensor& residual, const Tensor& out) {
+  linear_of(pool, x.data<float>(), x.shape()[0], weight, bias, residual.data<float>(), out.mutable_data<float>());
+}
+
+void gated_linear(ThreadPool& pool, const Tensor& x, const Tensor& gate_weight, const Tensor& gate_bias,
+                  const Tensor& up_weight, const Tensor& up_bias, const Tensor& out) {
+  thread_local std::vector<float> gate_buffer;
+  const int64_t rows = x.shape()[0], out_features = gate_weight.shape()[0];
+  float* gate = scratch(gate_buffer, rows * out_features);  // [rows, out_features]
   float* result = out.mutable_data<float>();
-  linear_rows(x.data<float>(), x.shape()[0], x.shape()[1], weight, bias, [&](int64_t r, int64_t o, float value) {
-    result[r * out_features + o] = add[r * out_features + o] + value;
+  const WeightView gate_view = WeightView::of(gate_weight), up_view = WeightView::of(up_weight);
+  for_column_ranges(pool, rows, out_features, [&](int64_t begin, int64_t end) {
+    products(x.data<float>(), rows, gate_view, begin, end, gate, out_features);
+    products(x.data<float>(), rows, up_view, begin, end, result, out_features);
+    add_bias(gate_bias, rows, begin, end, gate, out_features);
+    add_bias(up_bias, rows, begin, end, result, out_features);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t o = begin; o < end; ++o) {
+        const float g = gate[r * out_features + o];
+        result[r * out_features + o] *= g / (1.0f + std::exp(-g));
+      }
   });
 }
 
-void gated_linear(const Tensor& x, const Tensor& gate_weight, const Tensor& gate_bias, const Tensor& up_weight,
-                  const Tensor& up_bias, const Tensor& out) {
-  thread_local std::vector<float> gate_buffer, up_buffer;
-  const int64_t rows = x.shape()[0], in = x.shape()[1], out_features = gate_weight.shape()[0];
-  float* gate_scratch = scratch(gate_buffer, in);
-  float* up_scratch = scratch(up_buffer, in);
-  float* result = out.mutable_data<float>();
-  for (int64_t o = 0; o < out_features; ++o) {
-    const float* gate_row = weight_row(gate_weight, o, in, gate_scratch);
-    const float* up_row = weight_row(up_weight, o, in, up_scratch);
-    const float gate_b = bias_at(gate_bias, o), up_b = bias_at(up_bias, o);
-    for (int64_t r = 0; r < rows; ++r) {
-      const float* input = x.data<float>() + r * in;
-      const float gate = dot(input, gate_row, in) + gate_b;
-      result[r * out_features + o] = gate / (1.0f + std::exp(-gate)) * (dot(input, up_row, in) + up_b);
-    }
-  }
-}
-
-void rms_norm_linear(const Tensor& x, const Tensor& norm_weight, float eps, const Tensor& weight, const Tensor& bias,
-                     const Tensor& out) {
+void rms_norm_linear(ThreadPool& pool, const Tensor& x, const Tensor& norm_weight, float eps, const Tensor& weight,
+                     const Tensor& bias, const Tensor& out) {
   thread_local std::vector<float> normed_buffer;
   const int64_t rows = x.shape()[0], in = x.shape()[1];
-  float* normed = scratch(normed_buffer, rows * in);
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* input = x.data<float>() + r * in;
-    const float scale = 1.0f / std::sqrt(dot(input, input, in) / static_cast<float>(in) + eps);
-    for (int64_t i = 0; i < in; ++i) normed[r * in + i] = input[i] * scale * reference::load_f32(norm_weight, i);
-  }
-  const int64_t out_features = weight.shape()[0];
-  float* result = out.mutable_data<float>();
-  linear_rows(normed, rows, in, weight, bias,
-              [&](int64_t r, int64_t o, float value) { result[r * out_features + o] = value; });
+  float* normed = scratch(normed_buffer, rows * in);  // [rows, in]
+  rms_norm_rows(pool, x.data<float>(), rows, in, norm_weight, eps, normed);
+  linear_of(pool, normed, rows, weight, bias, nullptr, out.mutable_data<float>());
 }
 
 }  // namespace shardlm::backends::cpu

@@ -13,7 +13,12 @@ float load_f32(const Tensor& tensor, int64_t index) {
     case DType::f32: return tensor.data<float>()[index];
     case DType::bf16: return bf16_to_f32(tensor.data<uint16_t>()[index]);
     case DType::f16: return f16_to_f32(tensor.data<uint16_t>()[index]);
-    default: fail("expected a floating-point tensor, got ", tensor.describe());
+    case DType::i8:
+      if (tensor.quantized())  // scales [out, in / block] flatten to one per `quant_block` elements
+        return static_cast<float>(tensor.data<int8_t>()[index]) *
+               f16_to_f32(tensor.block_scales().data<uint16_t>()[index / Tensor::quant_block]);
+      [[fallthrough]];
+    default: fail("expected a floating-point or int8-quantized tensor, got ", tensor.describe());
   }
 }
 

@@ -1,0 +1,60 @@
+// The portable matmul table: every weight row widened to f32 once, then dotted with
+// each input row on 8-lane vectors (GCC vector extensions: SSE2 on baseline x86-64).
+// It serves CPUs without AVX2 and is the second table the consistency tests run.
+#include <vector>
+
+#include "backends/cpu/matmul_kernels.h"
+#include "backends/cpu/simd.h"
+#include "core/dtype.h"
+
+namespace shardlm::backends::cpu {
+namespace {
+
+void widen_row(const WeightView& w, int64_t row, float* destination) {
+  const size_t element_bytes = dtype_size(w.dtype);
+  const std::byte* source = static_cast<const std::byte*>(w.data) + row * w.in * static_cast<int64_t>(element_bytes);
+  if (w.dtype != DType::i8) {
+    convert_to_f32(source, w.dtype, destination, static_cast<size_t>(w.in));
+    return;
+  }
+  const auto* values = reinterpret_cast<const int8_t*>(source);
+  const uint16_t* scales = w.block_scales + row * (w.in / Tensor::quant_block);
+  for (int64_t k = 0; k < w.in; ++k)
+    destination[k] = static_cast<float>(values[k]) * f16_to_f32(scales[k / Tensor::quant_block]);
+}
+
+void rows_times_weight(const float* x, int64_t rows, const WeightView& w, int64_t o_begin, int64_t o_end, float* out,
+                       int64_t stride) {
+  thread_local std::vector<float> widened;  // grows to the widest row seen, then stays
+  if (widened.size() < static_cast<size_t>(w.in)) widened.resize(static_cast<size_t>(w.in));
+  for (int64_t o = o_begin; o < o_end; ++o) {
+    const float* weight_row = w.data && w.dtype == DType::f32 ? static_cast<const float*>(w.data) + o * w.in
+                                                              : (widen_row(w, o, widened.data()), widened.data());
+    for (int64_t r = 0; r < rows; ++r) out[r * stride + o] = dot(x + r * w.in, weight_row, w.in);
+  }
+}
+
+}  // namespace
+
+const MatmulKernels& portable_matmul_kernels() {
+  static const MatmulKernels kernels{"portable", rows_times_weight, rows_times_weight};
+  return kernels;
+}
+
+WeightView WeightView::of(const Tensor& weight) {
+  return {weight.raw(), weight.dtype(), weight.shape()[1],
+          weight.quantized() ? weight.block_scales().data<uint16_t>() : nullptr};
+}
+
+std::span<const MatmulKernels* const> available_matmul_kernels() {
+  static const std::vector<const MatmulKernels*> tables = [] {
+    std::vector<const MatmulKernels*> found{&portable_matmul_kernels()};
+    if (const MatmulKernels* avx2 = avx2_matmul_kernels()) found.push_back(avx2);
+    return found;
+  }();
+  return tables;
+}
+
+const MatmulKernels& matmul_kernels() { return *available_matmul_kernels().back(); }
+
+}  // namespace shardlm::backends::cpu

@@ -1,0 +1,107 @@
+// Every matmul table this CPU runs (portable, AVX2), both entries, every weight dtype,
+// against the scalar reference linear. Shapes cover each loop's tail: rows around the
+// 4-row gemv and 6-row micro-kernel groups, in past the 256-element k block and not a
+// multiple of 8, out past the 64-column block and not a multiple of 16. Tolerance:
+// 2e-5 of the largest output (f32 sums in another order).
+#include <gtest/gtest.h>
+
+#include "backends/cpu/matmul_kernels.h"
+#include "core/quantize.h"
+#include "test_util.h"
+
+namespace shardlm::backends::cpu {
+namespace {
+
+using testing::random_tensor;
+using testing::relative_error;
+using testing::to_doubles;
+
+constexpr double tolerance = 2e-5;
+
+Tensor random_weight(DType dtype, int64_t out_features, int64_t in, std::mt19937& random) {
+  if (dtype == DType::i8) return quantize_int8(random_tensor({out_features, in}, DType::f32, random));
+  return random_tensor({out_features, in}, dtype, random);
+}
+
+struct Case {
+  DType dtype;
+  int64_t rows, in, out_features;
+};
+
+std::vector<Case> cases() {
+  std::vector<Case> all;
+  for (DType dtype : {DType::f32, DType::bf16, DType::f16, DType::i8})
+    for (int64_t rows : {1, 2, 3, 4, 5, 7, 13})
+      for (int64_t in : {67, 96, 544}) {
+        if (dtype == DType::i8 && in % Tensor::quant_block) continue;
+        for (int64_t out_features : {45, 130}) all.push_back({dtype, rows, in, out_features});
+      }
+  return all;
+}
+
+TEST(MatmulKernels, EveryTableMatchesTheReference) {
+  std::mt19937 random(7);
+  ASSERT_GE(available_matmul_kernels().size(), 1u);
+  for (const MatmulKernels* table : available_matmul_kernels())
+    for (const Case& c : cases()) {
+      Tensor x = random_tensor({c.rows, c.in}, DType::f32, random);
+      Tensor weight = random_weight(c.dtype, c.out_features, c.in, random);
+      Tensor expected = Tensor::zeros({c.rows, c.out_features}, DType::f32);
+      reference::linear(x, weight, Tensor(), expected);
+      // Columns [3, out - 2) only: the kernels must honour the range and leave the rest.
+      const int64_t begin = 3, end = c.out_features - 2;
+      for (bool use_gemm : {false, true}) {
+        if (!use_gemm && c.rows > gemv_max_rows) continue;
+        Tensor actual = Tensor::zeros({c.rows, c.out_features}, DType::f32);
+        std::vector<float> sentinel(static_cast<size_t>(actual.numel()), -12345.0f);
+        std::copy(sentinel.begin(), sentinel.end(), actual.mutable_data<float>());
+        (use_gemm ? table->gemm : table->gemv)(x.data<float>(), c.rows, WeightView::of(weight), begin, end,
+                                               actual.mutable_data<float>(), c.out_features);
+        std::vector<double> got = to_doubles(actual), want = to_doubles(expected);
+        std::vector<double> got_range, want_range;
+        for (int64_t r = 0; r < c.rows; ++r)
+          for (int64_t o = 0; o < c.out_features; ++o) {
+            const size_t i = static_cast<size_t>(r * c.out_features + o);
+            if (o >= begin && o < end) {
+              got_range.push_back(got[i]);
+              want_range.push_back(want[i]);
+            } else {
+              ASSERT_EQ(got[i], -12345.0) << "column " << o << " outside the range was written";
+            }
+          }
+        EXPECT_LT(relative_error(got_range, want_range), tolerance)
+            << table->isa << (use_gemm ? " gemm " : " gemv ") << dtype_name(c.dtype) << " rows " << c.rows
+            << " in " << c.in << " out " << c.out_features;
+      }
+    }
+}
+
+TEST(MatmulKernels, Avx2IsPickedWhenTheCpuHasIt) {
+  if (avx2_matmul_kernels() == nullptr) GTEST_SKIP() << "this CPU lacks AVX2/FMA/F16C";
+  EXPECT_EQ(matmul_kernels().isa, "avx2");
+}
+
+TEST(Quantize, Int8BlocksRoundTripWithinHalfAStep) {
+  std::mt19937 random(3);
+  Tensor weight = random_tensor({5, 64}, DType::f32, random);
+  weight.mutable_data<float>()[7] = 0;
+  for (int i = 32; i < 64; ++i) weight.mutable_data<float>()[i] = 0;  // an all-zero block: scale 0
+  Tensor quantized = quantize_int8(weight);
+  ASSERT_TRUE(quantized.quantized());
+  EXPECT_EQ(quantized.block_scales().shape(), (Shape{5, 2}));
+  for (int64_t i = 0; i < weight.numel(); ++i) {
+    const float scale = reference::load_f32(quantized.block_scales(), i / 32);
+    EXPECT_LE(std::abs(reference::load_f32(quantized, i) - weight.data<float>()[i]), 0.5f * scale + 1e-7f) << i;
+  }
+  EXPECT_EQ(reference::load_f32(quantized, 40), 0.0f);
+}
+
+TEST(Quantize, RejectsRowsThatAreNotWholeBlocks) {
+  std::mt19937 random(3);
+  EXPECT_THROW(quantize_int8(random_tensor({4, 40}, DType::f32, random)), Error);
+  EXPECT_FALSE(quantizable(Shape{4, 40}));
+  EXPECT_TRUE(quantizable(Shape{4, 64}));
+}
+
+}  // namespace
+}  // namespace shardlm::backends::cpu
