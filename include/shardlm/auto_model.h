@@ -26,6 +26,10 @@ struct PretrainedOptions {
   std::string revision = "main";
   // CPU threads for the kernels; 0 uses one per hardware thread.
   int threads = 0;
+  // "int8": quantize every [out, in] weight whose rows are whole 32-element blocks to
+  // int8 with one float16 scale per block (as llama.cpp's Q8_0) while loading.
+  // Empty: as stored (checkpoints written by `shardlm quantize` load as int8 either way).
+  std::string quantize{};
 };
 
 // Called for every generated token of input row `row` with the text it completes
@@ -64,6 +68,7 @@ class AutoModelForCausalLM {
   const GenerationConfig& generation_config() const;
   std::string architecture() const;
   std::string device() const;
+  // Bytes of the weights as loaded (after any dtype conversion or quantization).
   size_t weight_bytes() const;
 
   struct Impl;

@@ -26,12 +26,14 @@ AutoModelForCausalLM AutoModelForCausalLM::from_pretrained(const std::string& pa
                                                            const PretrainedOptions& options) {
   if (options.dtype && !is_floating(*options.dtype))
     fail("dtype ", dtype_name(*options.dtype), " cannot hold weights: use float32, bfloat16 or float16");
+  if (!options.quantize.empty() && options.quantize != "int8")
+    fail("quantize '", options.quantize, "' is not supported: use \"int8\" or leave it empty");
   io::ModelFiles files = io::resolve_model(path_or_id, {.revision = options.revision});
   auto impl = std::make_shared<Impl>();
   impl->config = io::load_model_config(files);
   impl->backend = backends::create_backend(options.device_map, options.threads);
   impl->checkpoint = io::Checkpoint::open(files);
-  impl->model = models::create_causal_lm(impl->config, impl->checkpoint, {.dtype = options.dtype});
+  impl->model = models::create_causal_lm(impl->config, impl->checkpoint, {.dtype = options.dtype, .quantize_int8 = options.quantize == "int8"});
   impl->generator = std::make_unique<generation::Generator>(*impl->model, *impl->backend,
                                                             io::load_generation_config(files, impl->config));
   log::info(str_cat("loaded ", impl->config.architectures.front(), " from ", files.location(), " on ",

@@ -9,5 +9,8 @@ void add_devices_command(CLI::App& app);
 void add_download_command(CLI::App& app);
 void add_chat_command(CLI::App& app);
 void add_tokenize_command(CLI::App& app);
+void add_bench_command(CLI::App& app);
+void add_quantize_command(CLI::App& app);
+void add_random_model_command(CLI::App& app);
 
 }  // namespace shardlm::cli

@@ -16,6 +16,9 @@ int main(int argc, char** argv) {
   shardlm::cli::add_download_command(app);
   shardlm::cli::add_chat_command(app);
   shardlm::cli::add_tokenize_command(app);
+  shardlm::cli::add_bench_command(app);
+  shardlm::cli::add_quantize_command(app);
+  shardlm::cli::add_random_model_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {

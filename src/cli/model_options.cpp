@@ -11,7 +11,12 @@ void add_model_options(CLI::App& command, ModelArguments& args) {
   command.add_option("--revision", args.revision, "For a model id: branch, tag or commit hash")->capture_default_str();
   command.add_option("--dtype", args.dtype, "Convert weights on load: float32, bfloat16 or float16 "
                                             "(default: as stored)");
+  command.add_option("--quantize", args.quantize,
+                     "Quantize weights on load: int8 (one float16 scale per 32 weights, like Q8_0)")
+      ->check(CLI::IsMember({"int8"}));
   command.add_option("--device", args.device, "cpu, cuda, cuda:N or auto")->capture_default_str();
+  command.add_option("--threads,-t", args.threads, "CPU threads (default: one per hardware thread)")
+      ->check(CLI::NonNegativeNumber);
   command.add_flag("--verbose,-v", args.verbose, "Log what is loaded, and each compile with its key and time");
 }
 
@@ -66,6 +71,8 @@ LoadedModel load_model(const ModelArguments& args) {
   PretrainedOptions options;
   options.device_map = args.device;
   if (!args.dtype.empty()) options.dtype = parse_dtype(args.dtype);
+  options.threads = args.threads;
+  options.quantize = args.quantize;
   AutoModelForCausalLM model = AutoModelForCausalLM::from_pretrained(model_path, options);
   return {std::move(files), std::move(tokenizer), std::move(model)};
 }

@@ -15,7 +15,8 @@ namespace shardlm::cli {
 struct ModelArguments {
   std::string model{io::default_model_id};
   std::string revision = "main";
-  std::string dtype, device = "cpu";
+  std::string dtype, device = "cpu", quantize;
+  int threads = 0;
   bool verbose = false;
 };
 

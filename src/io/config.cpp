@@ -1,5 +1,7 @@
 #include "io/config.h"
 
+#include "core/tensor.h"
+
 #include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
@@ -215,6 +217,20 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
   config.eos_token_id = fields.int_list("eos_token_id");
   config.pad_token_id = fields.optional_int("pad_token_id");
   parse_layer_types(fields, config);
+  if (const json* quantization = fields.find("quantization_config")) {
+    const json* method = quantization->is_object() && quantization->contains("quant_method")
+                             ? &(*quantization)["quant_method"] : nullptr;
+    const json* block = quantization->is_object() && quantization->contains("block_size")
+                            ? &(*quantization)["block_size"] : nullptr;
+    if (!method || !method->is_string() || method->get<std::string>() != int8_quant_method)
+      fail(source, ": quantization_config.quant_method ", method ? method->dump() : "(missing)",
+           " is not supported: shardlm loads \"", int8_quant_method,
+           "\" checkpoints (written by `shardlm quantize`); quantize the original float weights with "
+           "--quantize int8 instead");
+    if (!block || !block->is_number_integer() || block->get<int64_t>() != Tensor::quant_block)
+      fail(source, ": quantization_config.block_size must be ", Tensor::quant_block);
+    config.quant_method = int8_quant_method;
+  }
   return config;
 }
 

@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "graph/builder.h"
@@ -18,6 +19,9 @@ struct LoadOptions {
   // Convert floating weights to this dtype while loading (a copy); unset keeps the
   // stored dtype and the weights stay memory-mapped.
   std::optional<DType> dtype{};
+  // Quantize every [out, in] weight whose rows are whole 32-element blocks to int8
+  // with f16 block scales (core/quantize.h) while loading.
+  bool quantize_int8 = false;
 };
 
 struct ForwardInputs {
@@ -50,5 +54,8 @@ class CausalLM {
 std::unique_ptr<CausalLM> create_causal_lm(const io::ModelConfig& config, const io::Checkpoint& checkpoint,
                                            const LoadOptions& options);
 std::vector<std::string> supported_architectures();
+// The name and shape of every tensor the architecture loads, in load order (tied
+// weights once): what a checkpoint for `config` must hold.
+std::vector<std::pair<std::string, Shape>> required_weights(const io::ModelConfig& config);
 
 }  // namespace shardlm::models

@@ -26,8 +26,7 @@ std::vector<std::string> supported_architectures() {
   return names;
 }
 
-std::unique_ptr<CausalLM> create_causal_lm(const io::ModelConfig& config, const io::Checkpoint& checkpoint,
-                                           const LoadOptions& options) {
+static const Factory& factory_for(const io::ModelConfig& config) {
   const std::string& architecture = config.architectures.front();
   auto found = factories().find(architecture);
   if (found == factories().end()) {
@@ -35,8 +34,19 @@ std::unique_ptr<CausalLM> create_causal_lm(const io::ModelConfig& config, const 
     for (const std::string& name : supported_architectures()) supported += (supported.empty() ? "" : ", ") + name;
     fail(config.source, ": architecture '", architecture, "' is not supported (supported: ", supported, ")");
   }
+  return found->second;
+}
+
+std::unique_ptr<CausalLM> create_causal_lm(const io::ModelConfig& config, const io::Checkpoint& checkpoint,
+                                           const LoadOptions& options) {
   WeightLoader loader(checkpoint, options, config.source);
-  return found->second(config, loader);
+  return factory_for(config)(config, loader);
+}
+
+std::vector<std::pair<std::string, Shape>> required_weights(const io::ModelConfig& config) {
+  WeightLoader recorder(DType::bf16, config.source);
+  factory_for(config)(config, recorder);
+  return recorder.requested();
 }
 
 }  // namespace shardlm::models

@@ -120,26 +120,39 @@ TEST_P(BackendConsistency, EmbeddingAndGather) {
   EXPECT_EQ(download(picked), to_doubles(picked_expected));
 }
 
+// Decode (seq 1) and prefill shapes; head_dim 20 takes the per-row path, 32 and 128 the
+// flash path where the CPU has one; 70 positions span two key tiles and several row blocks.
 TEST_P(BackendConsistency, CacheWriteAndAttention) {
-  const int64_t batch = 2, seq = 4, heads = 8, kv_heads = 2, head_dim = 20, max_cache_len = 19;
-  Tensor entries = random_tensor({batch, seq, kv_heads, head_dim}, DType::f32, random_);
-  // Row 1 ends in padding (position -1), as the last prefill chunk does.
-  Tensor positions = Tensor::from_i32(std::vector<int32_t>{0, 1, 2, 3, 10, 11, -1, -1}, {batch, seq});
-  Tensor k_expected = random_tensor({batch, kv_heads, max_cache_len, head_dim}, DType::f32, random_);
-  Tensor v_expected = random_tensor({batch, kv_heads, max_cache_len, head_dim}, DType::f32, random_);
-  Tensor k_actual = upload(k_expected.clone()), v_actual = upload(v_expected.clone());
-  reference::kv_cache_write(k_expected, entries, positions);
-  reference::kv_cache_write(v_expected, entries, positions);
-  backend_->kv_cache_write(k_actual, upload(entries), upload(positions));
-  backend_->kv_cache_write(v_actual, upload(entries), upload(positions));
-  EXPECT_EQ(download(k_actual), to_doubles(k_expected));
+  struct Shape_ {
+    int64_t seq, head_dim;
+  };
+  for (Shape_ shape : {Shape_{4, 20}, Shape_{1, 32}, Shape_{4, 32}, Shape_{70, 32}, Shape_{9, 128}}) {
+    const int64_t batch = 2, seq = shape.seq, heads = 8, kv_heads = 2, head_dim = shape.head_dim;
+    const int64_t max_cache_len = seq + 15;
+    Tensor entries = random_tensor({batch, seq, kv_heads, head_dim}, DType::f32, random_);
+    // Row 0 starts at 0; row 1 at 10 and ends in padding (position -1), as the last
+    // prefill chunk does (with seq 1, row 1 is all padding).
+    std::vector<int32_t> position_values;
+    for (int64_t s = 0; s < seq; ++s) position_values.push_back(static_cast<int32_t>(s));
+    for (int64_t s = 0; s < seq; ++s) position_values.push_back(s + 2 >= seq ? -1 : static_cast<int32_t>(10 + s));
+    Tensor positions = Tensor::from_i32(position_values, {batch, seq});
+    Tensor k_expected = random_tensor({batch, kv_heads, max_cache_len, head_dim}, DType::f32, random_);
+    Tensor v_expected = random_tensor({batch, kv_heads, max_cache_len, head_dim}, DType::f32, random_);
+    Tensor k_actual = upload(k_expected.clone()), v_actual = upload(v_expected.clone());
+    reference::kv_cache_write(k_expected, entries, positions);
+    reference::kv_cache_write(v_expected, entries, positions);
+    backend_->kv_cache_write(k_actual, upload(entries), upload(positions));
+    backend_->kv_cache_write(v_actual, upload(entries), upload(positions));
+    EXPECT_EQ(download(k_actual), to_doubles(k_expected));
 
-  Tensor q = random_tensor({batch, seq, heads, head_dim}, DType::f32, random_);
-  for (int64_t sliding_window : {int64_t{0}, int64_t{3}}) {
-    Tensor expected = Tensor::zeros({batch, seq, heads, head_dim}, DType::f32), actual = output(q.shape());
-    reference::attention(q, k_expected, v_expected, positions, 0.25f, sliding_window, expected);
-    backend_->attention(upload(q), k_actual, v_actual, upload(positions), 0.25f, sliding_window, actual);
-    EXPECT_LT(relative_error(download(actual), to_doubles(expected)), tolerance) << sliding_window;
+    Tensor q = random_tensor({batch, seq, heads, head_dim}, DType::f32, random_);
+    for (int64_t sliding_window : {int64_t{0}, int64_t{3}}) {
+      Tensor expected = Tensor::zeros({batch, seq, heads, head_dim}, DType::f32), actual = output(q.shape());
+      reference::attention(q, k_expected, v_expected, positions, 0.25f, sliding_window, expected);
+      backend_->attention(upload(q), k_actual, v_actual, upload(positions), 0.25f, sliding_window, actual);
+      EXPECT_LT(relative_error(download(actual), to_doubles(expected)), tolerance)
+          << "seq " << seq << " head_dim " << head_dim << " window " << sliding_window;
+    }
   }
 }
 

@@ -1,4 +1,6 @@
-// Attention over the static cache, flash-decoding style. One task per (row, query
+// Attention over the static cache. Prefill (several query rows per KV head) runs the
+// flash kernel of attention_kernels.h on blocks of rows where the CPU has one.
+// Otherwise, flash-decoding style: one task per (row, query
 // position, KV head): the query heads that share a KV head (grouped-query attention)
 // walk its keys and values together, so each cached row is loaded once per group,
 // in tiles of 64 positions with an online softmax (a running maximum and sum), so
@@ -7,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "backends/cpu/attention_kernels.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/simd.h"
 #include "core/error.h"
@@ -61,6 +64,31 @@ void attention(ThreadPool& pool, const Tensor& q, const Tensor& k_cache, const T
   for (int64_t i = 0; i < batch * seq; ++i)
     SHARDLM_CHECK(position[i] < max_cache_len, "attention: position ", position[i],
                   " is outside the KV cache (max_cache_len ", max_cache_len, ")");
+  const FlashBlockKernel flash = avx2_flash_block(head_dim);
+  if (flash && seq * group >= 6 && group <= flash_max_rows) {
+    // Tasks: (batch row, KV head, block of query positions); a block's rows are its
+    // positions times the group's query heads.
+    const int64_t block_positions = std::max<int64_t>(1, flash_max_rows / group);
+    const int64_t blocks = (seq + block_positions - 1) / block_positions;
+    pool.run(batch * kv_heads * blocks, [&](int64_t task) {
+      const int64_t block = task % blocks, kv_head = task / blocks % kv_heads, b = task / blocks / kv_heads;
+      const float* queries[flash_max_rows];
+      float* outputs[flash_max_rows];
+      int32_t row_positions[flash_max_rows];
+      int64_t rows = 0;
+      for (int64_t s = block * block_positions; s < std::min(seq, (block + 1) * block_positions); ++s)
+        for (int64_t g = 0; g < group; ++g, ++rows) {
+          const int64_t offset = ((b * seq + s) * heads + kv_head * group + g) * head_dim;
+          queries[rows] = q.data<float>() + offset;
+          outputs[rows] = out.mutable_data<float>() + offset;
+          row_positions[rows] = position[b * seq + s];
+        }
+      const int64_t cache_offset = (b * kv_heads + kv_head) * max_cache_len * head_dim;
+      flash(queries, row_positions, rows, k_cache.data<float>() + cache_offset, v_cache.data<float>() + cache_offset,
+            head_dim, scale, sliding_window, outputs);
+    });
+    return;
+  }
   pool.run(batch * seq * kv_heads, [&](int64_t task) {
     const int64_t kv_head = task % kv_heads, row = task / kv_heads;  // row = b * seq + s
     const int64_t b = row / seq, visible = position[row] + 1;

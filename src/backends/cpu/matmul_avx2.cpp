@@ -16,89 +16,68 @@
 #include <cstring>
 #include <vector>
 
-#include "backends/cpu/matmul_kernels.h"
-#include "core/dtype.h"
+#include "backends/cpu/avx2_gemm.h"
 
 namespace shardlm::backends::cpu {
 namespace {
 
-constexpr int64_t block = Tensor::quant_block;
-
-template <DType D>
-const void* row_pointer(const WeightView& w, int64_t row) {
-  return static_cast<const std::byte*>(w.data) + row * w.in * static_cast<int64_t>(dtype_size(D));
-}
-
-// Eight consecutive weights of a row from element k, as f32 (int8: unscaled).
-template <DType D>
-inline __m256 load8(const void* row, int64_t k) {
-  if constexpr (D == DType::f32) {
-    return _mm256_loadu_ps(static_cast<const float*>(row) + k);
-  } else if constexpr (D == DType::bf16) {
-    __m128i bits = _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(row) + k));
-    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16));
-  } else if constexpr (D == DType::f16) {
-    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(row) + k)));
-  } else {
-    __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(static_cast<const int8_t*>(row) + k));
-    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(bytes));
-  }
-}
-
-template <DType D>
-inline float load1(const void* row, int64_t k) {
-  if constexpr (D == DType::f32) return static_cast<const float*>(row)[k];
-  else if constexpr (D == DType::bf16) return bf16_to_f32(static_cast<const uint16_t*>(row)[k]);
-  else if constexpr (D == DType::f16) return f16_to_f32(static_cast<const uint16_t*>(row)[k]);
-  else return static_cast<float>(static_cast<const int8_t*>(row)[k]);
-}
-
-inline float horizontal_sum(__m256 v) {
-  __m128 sum = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  sum = _mm_add_ps(sum, _mm_movehl_ps(sum, sum));
-  sum = _mm_add_ss(sum, _mm_movehdup_ps(sum));
-  return _mm_cvtss_f32(sum);
-}
+using namespace avx2;
 
 // out[r, o + j] for R input rows and O consecutive output rows starting at o.
 template <DType D, int R, int O>
 void gemv_tile(const float* x, const WeightView& w, int64_t o, float* out, int64_t out_stride) {
   const int64_t in = w.in;
   const void* rows[O];
+  SHARDLM_UNROLL
   for (int j = 0; j < O; ++j) rows[j] = row_pointer<D>(w, o + j);
   __m256 acc[R][O];
+  SHARDLM_UNROLL
   for (int r = 0; r < R; ++r)
+    SHARDLM_UNROLL
     for (int j = 0; j < O; ++j) acc[r][j] = _mm256_setzero_ps();
   if constexpr (D == DType::i8) {
     // Blocks of 32 share one scale: sum the block unscaled, then fold it in scaled.
     const uint16_t* scales[O];
+    SHARDLM_UNROLL
     for (int j = 0; j < O; ++j) scales[j] = w.block_scales + (o + j) * (in / block);
     for (int64_t k = 0; k < in; k += block) {
       __m256 partial[R][O];
+      SHARDLM_UNROLL
       for (int r = 0; r < R; ++r)
+        SHARDLM_UNROLL
         for (int j = 0; j < O; ++j) partial[r][j] = _mm256_setzero_ps();
       for (int64_t step = 0; step < block; step += 8)
+        SHARDLM_UNROLL
         for (int j = 0; j < O; ++j) {
           const __m256 weights = load8<D>(rows[j], k + step);
+          SHARDLM_UNROLL
           for (int r = 0; r < R; ++r)
             partial[r][j] = _mm256_fmadd_ps(_mm256_loadu_ps(x + r * in + k + step), weights, partial[r][j]);
         }
+      SHARDLM_UNROLL
       for (int j = 0; j < O; ++j) {
         const __m256 scale = _mm256_set1_ps(_cvtsh_ss(scales[j][k / block]));
+        SHARDLM_UNROLL
         for (int r = 0; r < R; ++r) acc[r][j] = _mm256_fmadd_ps(partial[r][j], scale, acc[r][j]);
       }
     }
+    SHARDLM_UNROLL
     for (int r = 0; r < R; ++r)
+      SHARDLM_UNROLL
       for (int j = 0; j < O; ++j) out[r * out_stride + o + j] = horizontal_sum(acc[r][j]);
     return;
   }
   int64_t k = 0;
   for (; k + 8 <= in; k += 8)
+    SHARDLM_UNROLL
     for (int j = 0; j < O; ++j) {
       const __m256 weights = load8<D>(rows[j], k);
+      SHARDLM_UNROLL
       for (int r = 0; r < R; ++r) acc[r][j] = _mm256_fmadd_ps(_mm256_loadu_ps(x + r * in + k), weights, acc[r][j]);
     }
+  SHARDLM_UNROLL
   for (int r = 0; r < R; ++r)
+    SHARDLM_UNROLL
     for (int j = 0; j < O; ++j) {
       float sum = horizontal_sum(acc[r][j]);
       for (int64_t t = k; t < in; ++t) sum += x[r * in + t] * load1<D>(rows[j], t);
@@ -130,80 +109,6 @@ void gemv_typed(const float* x, int64_t rows, const WeightView& w, int64_t o_beg
   }
 }
 
-constexpr int64_t micro_rows = 6, panel_width = 16, k_block = 256, column_block = 64;
-
-// Elements [k0, k0 + count) of weight row `row`, as f32 with int8 scales applied.
-template <DType D>
-void widen_row(const WeightView& w, int64_t row, int64_t k0, int64_t count, float* destination) {
-  const void* source = row_pointer<D>(w, row);
-  int64_t k = 0;
-  if constexpr (D == DType::i8) {
-    const uint16_t* scales = w.block_scales + row * (w.in / block);
-    for (; k < count; k += 8) {  // k0 and count are multiples of the block size
-      const __m256 scale = _mm256_set1_ps(_cvtsh_ss(scales[(k0 + k) / block]));
-      _mm256_storeu_ps(destination + k, _mm256_mul_ps(load8<D>(source, k0 + k), scale));
-    }
-    return;
-  }
-  for (; k + 8 <= count; k += 8) _mm256_storeu_ps(destination + k, load8<D>(source, k0 + k));
-  for (; k < count; ++k) destination[k] = load1<D>(source, k0 + k);
-}
-
-// packed[k][j] = weight[n0 + j, k0 + k] for j < width, zero for width <= j < 16.
-template <DType D>
-void pack_panel(const WeightView& w, int64_t n0, int64_t width, int64_t k0, int64_t kc, float* packed) {
-  alignas(32) float row[k_block];
-  for (int64_t j = 0; j < panel_width; ++j) {
-    if (j < width) widen_row<D>(w, n0 + j, k0, kc, row);
-    for (int64_t k = 0; k < kc; ++k) packed[k * panel_width + j] = j < width ? row[k] : 0.0f;
-  }
-}
-
-// c[i, 0..width) (+)= a[i, 0..kc) . panel columns, for M rows of a at stride lda.
-template <int M>
-void micro_kernel(const float* a, int64_t lda, const float* panel, int64_t kc, float* c, int64_t ldc, int64_t width,
-                  bool accumulate) {
-  __m256 low[M], high[M];
-  for (int i = 0; i < M; ++i) low[i] = high[i] = _mm256_setzero_ps();
-  for (int64_t k = 0; k < kc; ++k) {
-    const __m256 b0 = _mm256_load_ps(panel + k * panel_width);
-    const __m256 b1 = _mm256_load_ps(panel + k * panel_width + 8);
-    for (int i = 0; i < M; ++i) {
-      const __m256 value = _mm256_broadcast_ss(a + i * lda + k);
-      low[i] = _mm256_fmadd_ps(value, b0, low[i]);
-      high[i] = _mm256_fmadd_ps(value, b1, high[i]);
-    }
-  }
-  for (int i = 0; i < M; ++i) {
-    float* row = c + i * ldc;
-    if (width == panel_width) {
-      if (accumulate) {
-        low[i] = _mm256_add_ps(low[i], _mm256_loadu_ps(row));
-        high[i] = _mm256_add_ps(high[i], _mm256_loadu_ps(row + 8));
-      }
-      _mm256_storeu_ps(row, low[i]);
-      _mm256_storeu_ps(row + 8, high[i]);
-    } else {
-      alignas(32) float tile[panel_width];
-      _mm256_store_ps(tile, low[i]);
-      _mm256_store_ps(tile + 8, high[i]);
-      for (int64_t j = 0; j < width; ++j) row[j] = accumulate ? row[j] + tile[j] : tile[j];
-    }
-  }
-}
-
-void micro_kernel_rows(int64_t rows, const float* a, int64_t lda, const float* panel, int64_t kc, float* c,
-                       int64_t ldc, int64_t width, bool accumulate) {
-  switch (rows) {
-    case 1: micro_kernel<1>(a, lda, panel, kc, c, ldc, width, accumulate); break;
-    case 2: micro_kernel<2>(a, lda, panel, kc, c, ldc, width, accumulate); break;
-    case 3: micro_kernel<3>(a, lda, panel, kc, c, ldc, width, accumulate); break;
-    case 4: micro_kernel<4>(a, lda, panel, kc, c, ldc, width, accumulate); break;
-    case 5: micro_kernel<5>(a, lda, panel, kc, c, ldc, width, accumulate); break;
-    default: micro_kernel<6>(a, lda, panel, kc, c, ldc, width, accumulate); break;
-  }
-}
-
 struct AlignedFree {
   void operator()(float* p) const { std::free(p); }
 };
@@ -227,7 +132,7 @@ void gemm_typed(const float* x, int64_t rows, const WeightView& w, int64_t o_beg
       for (int64_t m0 = 0; m0 < rows; m0 += micro_rows)
         for (int64_t p = 0; p < panels; ++p)
           micro_kernel_rows(std::min(micro_rows, rows - m0), x + m0 * in + k0, in, packed + p * k_block * panel_width,
-                            kc, out + m0 * stride + n0 + p * panel_width, stride,
+                            panel_width, kc, out + m0 * stride + n0 + p * panel_width, stride,
                             std::min(panel_width, columns - p * panel_width), k0 > 0);
     }
   }

@@ -1,0 +1,94 @@
+// Google Benchmark micro-benchmarks of the CPU kernel families, one thread, on the
+// Qwen3-0.6B shapes (hidden 1024, intermediate 3072, head_dim 128, 16/8 heads).
+//   cmake --build build --target kernel_bench && build/bench/kernel_bench
+// Counters: bytes_per_second (weights streamed, for gemv), FLOPS (gemm, attention).
+#include <benchmark/benchmark.h>
+
+#include <random>
+
+#include "backends/cpu/kernels.h"
+#include "backends/cpu/matmul_kernels.h"
+#include "core/quantize.h"
+
+namespace shardlm::backends::cpu {
+namespace {
+
+Tensor random_matrix(int64_t rows, int64_t columns, DType dtype) {
+  std::mt19937 random(5);
+  std::normal_distribution<float> normal(0.0f, 0.02f);
+  std::vector<float> values(static_cast<size_t>(rows * columns));
+  for (float& v : values) v = normal(random);
+  Tensor f32 = Tensor::from_f32(values, {rows, columns});
+  if (dtype == DType::i8) return quantize_int8(f32);
+  return dtype == DType::f32 ? f32 : f32.to_dtype(dtype);
+}
+
+size_t weight_bytes(const Tensor& w) { return w.nbytes() + (w.quantized() ? w.block_scales().nbytes() : 0); }
+
+// Decode: one input row through an [out, in] weight (down_proj's shape by default).
+void BM_Gemv(benchmark::State& state, DType dtype) {
+  const int64_t out = state.range(0), in = state.range(1);
+  Tensor w = random_matrix(out, in, dtype), x = random_matrix(1, in, DType::f32);
+  std::vector<float> y(static_cast<size_t>(out));
+  const MatmulKernels& kernels = matmul_kernels();
+  for (auto _ : state) {
+    kernels.gemv(x.data<float>(), 1, WeightView::of(w), 0, out, y.data(), out);
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * weight_bytes(w)));
+  state.SetLabel(std::string(kernels.isa));
+}
+
+// Prefill: `rows` input rows through an [out, in] weight.
+void BM_Gemm(benchmark::State& state, DType dtype) {
+  const int64_t rows = state.range(0), out = state.range(1), in = state.range(2);
+  Tensor w = random_matrix(out, in, dtype), x = random_matrix(rows, in, DType::f32);
+  std::vector<float> y(static_cast<size_t>(rows * out));
+  const MatmulKernels& kernels = matmul_kernels();
+  for (auto _ : state) {
+    kernels.gemm(x.data<float>(), rows, WeightView::of(w), 0, out, y.data(), out);
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.counters["FLOPS"] = benchmark::Counter(2.0 * rows * out * in * state.iterations(), benchmark::Counter::kIsRate);
+  state.SetLabel(std::string(kernels.isa));
+}
+
+// Decode attention: one query position over `cached` positions, 16 heads over 8 KV heads.
+void BM_AttentionDecode(benchmark::State& state) {
+  const int64_t cached = state.range(0), heads = 16, kv_heads = 8, head_dim = 128;
+  ThreadPool pool(1);
+  Tensor q = random_matrix(heads, head_dim, DType::f32).reshape({1, 1, heads, head_dim});
+  Tensor k = random_matrix(kv_heads * cached, head_dim, DType::f32).reshape({1, kv_heads, cached, head_dim});
+  Tensor v = random_matrix(kv_heads * cached, head_dim, DType::f32).reshape({1, kv_heads, cached, head_dim});
+  const int32_t last = static_cast<int32_t>(cached - 1);
+  Tensor positions = Tensor::from_i32(std::span(&last, 1), {1, 1});
+  Tensor out = Tensor::zeros({1, 1, heads, head_dim}, DType::f32);
+  for (auto _ : state) attention(pool, q, k, v, positions, 0.088f, 0, out);
+  state.counters["FLOPS"] =
+      benchmark::Counter(4.0 * heads * cached * head_dim * state.iterations(), benchmark::Counter::kIsRate);
+}
+
+void BM_RmsNorm(benchmark::State& state) {
+  const int64_t rows = state.range(0), dim = 1024;
+  ThreadPool pool(1);
+  Tensor x = random_matrix(rows, dim, DType::f32), weight = random_matrix(1, dim, DType::bf16).reshape({dim});
+  Tensor out = Tensor::zeros({rows, dim}, DType::f32);
+  for (auto _ : state) rms_norm(pool, x, weight, 1e-6f, out);
+  state.SetBytesProcessed(state.iterations() * rows * dim * 8);
+}
+
+BENCHMARK_CAPTURE(BM_Gemv, f32, DType::f32)->Args({1024, 3072});
+BENCHMARK_CAPTURE(BM_Gemv, bf16, DType::bf16)->Args({1024, 3072})->Args({151936, 1024});
+BENCHMARK_CAPTURE(BM_Gemv, f16, DType::f16)->Args({1024, 3072});
+BENCHMARK_CAPTURE(BM_Gemv, int8, DType::i8)->Args({1024, 3072});
+BENCHMARK_CAPTURE(BM_Gemm, f32, DType::f32)->Args({512, 1024, 3072});
+BENCHMARK_CAPTURE(BM_Gemm, bf16, DType::bf16)->Args({512, 1024, 3072})->Args({512, 3072, 1024})->Args({32, 3072, 1024});
+BENCHMARK_CAPTURE(BM_Gemm, f16, DType::f16)->Args({512, 1024, 3072});
+BENCHMARK_CAPTURE(BM_Gemm, int8, DType::i8)->Args({512, 1024, 3072});
+BENCHMARK(BM_AttentionDecode)->Arg(192)->Arg(4096);
+BENCHMARK(BM_RmsNorm)->Arg(1)->Arg(512);
+
+}  // namespace
+}  // namespace shardlm::backends::cpu
+
+BENCHMARK_MAIN();

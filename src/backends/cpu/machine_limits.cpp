@@ -1,0 +1,84 @@
+// Compiled with AVX2/FMA (CMakeLists.txt); each measurement checks the CPU first.
+#include "backends/cpu/machine_limits.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+#include "backends/cpu/thread_pool.h"
+
+namespace shardlm::backends::cpu {
+namespace {
+
+bool has_avx2_fma() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+double measure_read_bandwidth_gbs(int threads) {
+  if (!has_avx2_fma()) return 0;
+  constexpr size_t bytes = size_t{1} << 30;
+  std::unique_ptr<float, decltype(&std::free)> buffer(static_cast<float*>(std::aligned_alloc(64, bytes)), &std::free);
+  std::memset(buffer.get(), 1, bytes);  // fault every page in before timing
+  ThreadPool pool(threads);
+  const int64_t tasks = pool.threads();
+  const size_t floats_per_task = bytes / sizeof(float) / static_cast<size_t>(tasks);
+  volatile float sink = 0;
+  double best = 0;
+  for (int pass = 0; pass < 4; ++pass) {
+    const auto start = std::chrono::steady_clock::now();
+    pool.run(tasks, [&](int64_t task) {
+      const float* p = buffer.get() + static_cast<size_t>(task) * floats_per_task;
+      __m256 a = _mm256_setzero_ps(), b = a, c = a, d = a;
+      for (size_t i = 0; i < floats_per_task; i += 32) {
+        a = _mm256_add_ps(a, _mm256_load_ps(p + i));
+        b = _mm256_add_ps(b, _mm256_load_ps(p + i + 8));
+        c = _mm256_add_ps(c, _mm256_load_ps(p + i + 16));
+        d = _mm256_add_ps(d, _mm256_load_ps(p + i + 24));
+      }
+      alignas(32) float lanes[8];
+      _mm256_store_ps(lanes, _mm256_add_ps(_mm256_add_ps(a, b), _mm256_add_ps(c, d)));
+      sink = sink + lanes[0];
+    });
+    best = std::max(best, static_cast<double>(bytes) / seconds_since(start) / 1e9);
+  }
+  return best;
+}
+
+double measure_fma_peak_gflops(int threads) {
+  if (!has_avx2_fma()) return 0;
+  ThreadPool pool(threads);
+  constexpr int64_t iterations = 20'000'000;
+  constexpr int chains = 12;  // enough independent FMAs to cover latency x ports
+  volatile float sink = 0;
+  double best = 0;
+  for (int pass = 0; pass < 3; ++pass) {
+    const auto start = std::chrono::steady_clock::now();
+    pool.run(pool.threads(), [&](int64_t) {
+      __m256 acc[chains];
+#pragma GCC unroll 16
+      for (int c = 0; c < chains; ++c) acc[c] = _mm256_set1_ps(static_cast<float>(c));
+      const __m256 multiplier = _mm256_set1_ps(0.999999f), addend = _mm256_set1_ps(1e-7f);
+      for (int64_t i = 0; i < iterations; ++i)
+#pragma GCC unroll 16
+        for (int c = 0; c < chains; ++c) acc[c] = _mm256_fmadd_ps(acc[c], multiplier, addend);
+      alignas(32) float lanes[8];
+      __m256 total = acc[0];
+      for (int c = 1; c < chains; ++c) total = _mm256_add_ps(total, acc[c]);
+      _mm256_store_ps(lanes, total);
+      sink = sink + lanes[0];
+    });
+    const double flops = 2.0 * 8 * chains * static_cast<double>(iterations) * pool.threads();
+    best = std::max(best, flops / seconds_since(start) / 1e9);
+  }
+  return best;
+}
+
+}  // namespace shardlm::backends::cpu

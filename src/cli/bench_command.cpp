@@ -1,0 +1,189 @@
+// `shardlm bench`: prompt processing (pp) and token generation (tg) speed in the
+// manner of llama-bench, with each figure's share of the machine's physical limit:
+// decode against memory bandwidth (every weight byte is read once per token), prefill
+// against the f32 FMA peak (the matrix FLOPs of the prompt).
+#include <sys/resource.h>
+
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <numeric>
+#include <random>
+#include <thread>
+
+#include "api/impl.h"
+#include "backends/cpu/machine_limits.h"
+#include "cli/commands.h"
+#include "cli/model_options.h"
+
+namespace shardlm::cli {
+namespace {
+
+struct BenchArguments {
+  ModelArguments model;
+  int64_t prompt_tokens = 512, generated_tokens = 128, tg_prompt_tokens = 64, repetitions = 3;
+  std::optional<int64_t> prefill_chunk;
+  std::optional<double> bandwidth_gbs, fma_peak_gflops;
+  std::string output = "text";
+};
+
+struct Spread {
+  double mean = 0, deviation = 0;
+};
+
+Spread spread_of(const std::vector<double>& values) {
+  Spread s;
+  if (values.empty()) return s;
+  s.mean = std::accumulate(values.begin(), values.end(), 0.0) / static_cast<double>(values.size());
+  double squares = 0;
+  for (double v : values) squares += (v - s.mean) * (v - s.mean);
+  s.deviation = values.size() > 1 ? std::sqrt(squares / static_cast<double>(values.size() - 1)) : 0;
+  return s;
+}
+
+// What one token costs: the weight bytes decode reads, and the matrix FLOPs prefill does.
+struct TokenCost {
+  double read_bytes = 0, matmul_flops = 0;
+};
+
+TokenCost token_cost(const io::ModelConfig& config, size_t weight_bytes) {
+  double parameters = 0, vectors = 0;
+  for (const auto& [name, shape] : models::required_weights(config))
+    (shape.rank() == 1 ? vectors : parameters) += static_cast<double>(shape.numel());
+  const double bytes_per_parameter = static_cast<double>(weight_bytes) / (parameters + vectors);
+  const double table = static_cast<double>(config.vocab_size * config.hidden_size);
+  // Decode reads every matrix except the embedding table (one row of it), which a tied
+  // model reads in full anyway as its lm_head.
+  const double read = parameters + vectors - (config.tie_word_embeddings ? 0 : table);
+  // Prefill multiplies every prompt token through every matrix but the embedding and the
+  // lm_head (computed for the last token only).
+  const double multiplied = parameters - table - (config.tie_word_embeddings ? 0 : table);
+  return {read * bytes_per_parameter, 2 * multiplied};
+}
+
+std::vector<int64_t> random_prompt(int64_t length, int64_t vocab, std::mt19937& random) {
+  std::uniform_int_distribution<int64_t> token(0, vocab - 1);
+  std::vector<int64_t> ids(static_cast<size_t>(length));
+  for (int64_t& id : ids) id = token(random);
+  return ids;
+}
+
+size_t peak_resident_bytes() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<size_t>(usage.ru_maxrss) * 1024;
+}
+
+void run(const BenchArguments& args) {
+  LoadedModel loaded = load_model(args.model);
+  AutoModelForCausalLM& model = loaded.model;
+  const io::ModelConfig config = io::load_model_config(loaded.files);
+  const int threads = args.model.threads > 0 ? args.model.threads : static_cast<int>(std::thread::hardware_concurrency());
+  const TokenCost cost = token_cost(config, model.weight_bytes());
+  std::mt19937 random(1234);
+
+  GenerationConfig generation;
+  generation.do_sample = false;
+  generation.eos_token_id = std::vector<int64_t>{};  // random weights: run the full length
+  generation.max_cache_len = std::max(args.prompt_tokens, args.tg_prompt_tokens + args.generated_tokens) + 1;
+
+  std::vector<double> pp, tg;
+  for (int64_t repetition = -1; repetition < args.repetitions; ++repetition) {  // -1: warm-up (compiles)
+    if (args.prompt_tokens > 0) {
+      GenerationConfig prefill = generation;
+      prefill.max_new_tokens = 1;
+      prefill.prefill_chunk_size = args.prefill_chunk.value_or(args.prompt_tokens);
+      model.generate({.input_ids = {random_prompt(args.prompt_tokens, config.vocab_size, random)}, .attention_mask = {}},
+                     prefill);
+      if (repetition >= 0) pp.push_back(model.last_stats().prefill_tokens_per_s);
+    }
+    if (args.generated_tokens > 0) {
+      GenerationConfig decode = generation;
+      decode.max_new_tokens = args.generated_tokens + 1;  // the first token ends the prefill
+      decode.prefill_chunk_size = args.prefill_chunk.value_or(args.tg_prompt_tokens);
+      model.generate(
+          {.input_ids = {random_prompt(args.tg_prompt_tokens, config.vocab_size, random)}, .attention_mask = {}}, decode);
+      if (repetition >= 0) tg.push_back(model.last_stats().decode_tokens_per_s);
+    }
+  }
+  const size_t peak_rss = peak_resident_bytes();  // before the bandwidth probe's buffer
+  const double bandwidth = args.bandwidth_gbs.value_or(
+      args.generated_tokens > 0 ? backends::cpu::measure_read_bandwidth_gbs(threads) : 0);
+  const double peak = args.fma_peak_gflops.value_or(
+      args.prompt_tokens > 0 ? backends::cpu::measure_fma_peak_gflops(threads) : 0);
+  const Spread pp_spread = spread_of(pp), tg_spread = spread_of(tg);
+  const double tg_roofline = bandwidth > 0 ? bandwidth * 1e9 / cost.read_bytes : 0;        // tok/s
+  const double pp_roofline = peak > 0 ? peak * 1e9 / cost.matmul_flops : 0;                // tok/s
+  const std::string dtype = args.model.quantize.empty() ? (args.model.dtype.empty() ? "as stored" : args.model.dtype)
+                                                        : args.model.quantize;
+  nlohmann::json result = {
+      {"model", args.model.model},
+      {"weights", dtype},
+      {"threads", threads},
+      {"weight_bytes", model.weight_bytes()},
+      {"peak_rss_bytes", peak_rss},
+      {"pp_tokens", args.prompt_tokens},
+      {"pp_tok_s", pp_spread.mean},
+      {"pp_tok_s_stddev", pp_spread.deviation},
+      {"tg_prompt_tokens", args.tg_prompt_tokens},
+      {"tg_tokens", args.generated_tokens},
+      {"tg_tok_s", tg_spread.mean},
+      {"tg_tok_s_stddev", tg_spread.deviation},
+      {"read_bytes_per_token", cost.read_bytes},
+      {"matmul_flops_per_token", cost.matmul_flops},
+      {"read_bandwidth_gbs", bandwidth},
+      {"fma_peak_gflops", peak},
+      {"tg_percent_of_roofline", tg_roofline > 0 ? 100 * tg_spread.mean / tg_roofline : 0},
+      {"pp_percent_of_fma_peak", pp_roofline > 0 ? 100 * pp_spread.mean / pp_roofline : 0},
+      {"repetitions", args.repetitions},
+  };
+  if (args.output == "json") {
+    std::printf("%s\n", result.dump().c_str());
+    return;
+  }
+  std::printf("model %s, weights %s, %d threads, %.3f GB of weights, peak RSS %.3f GB\n", args.model.model.c_str(),
+              dtype.c_str(), threads, model.weight_bytes() / 1e9, peak_rss / 1e9);
+  std::printf("%-8s %12s %10s %s\n", "test", "tok/s", "stddev", "share of the machine's limit");
+  if (args.prompt_tokens > 0)
+    std::printf("pp%-6lld %12.2f %10.2f %.1f%% of %.1f GFLOP/s FMA peak (%.3f GFLOP/token)\n",
+                static_cast<long long>(args.prompt_tokens), pp_spread.mean, pp_spread.deviation,
+                result["pp_percent_of_fma_peak"].get<double>(), peak, cost.matmul_flops / 1e9);
+  if (args.generated_tokens > 0)
+    std::printf("tg%-6lld %12.2f %10.2f %.1f%% of %.1f GB/s read bandwidth (%.3f GB/token)\n",
+                static_cast<long long>(args.generated_tokens), tg_spread.mean, tg_spread.deviation,
+                result["tg_percent_of_roofline"].get<double>(), bandwidth, cost.read_bytes / 1e9);
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app) {
+  auto args = std::make_shared<BenchArguments>();
+  CLI::App* command = app.add_subcommand(
+      "bench", "Measure prompt processing (pp) and generation (tg) speed, and their share of the machine's limits");
+  add_model_options(*command, args->model);
+  command->add_option("--prompt-tokens,-p", args->prompt_tokens, "pp test: prompt length (0 skips it)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  command->add_option("--gen-tokens,-n", args->generated_tokens, "tg test: tokens to generate (0 skips it)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  command->add_option("--tg-prompt", args->tg_prompt_tokens, "tg test: prompt tokens before generating")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  command->add_option("--repetitions,-r", args->repetitions, "Timed runs of each test, after one warm-up run")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  command->add_option("--prefill-chunk", args->prefill_chunk,
+                      "Prompt tokens per prefill step (default: the whole prompt in one step)")
+      ->check(CLI::PositiveNumber);
+  command->add_option("--bandwidth-gbs", args->bandwidth_gbs,
+                      "Memory read bandwidth for the tg roofline (default: measured now, see bench/roofline)");
+  command->add_option("--fma-peak-gflops", args->fma_peak_gflops,
+                      "f32 FMA peak for the pp share (default: measured now)");
+  command->add_option("--output,-o", args->output, "text, or json (one object)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"text", "json"}));
+  command->callback([args] { run(*args); });
+}
+
+}  // namespace shardlm::cli

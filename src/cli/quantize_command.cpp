@@ -1,0 +1,71 @@
+// `shardlm quantize`: writes a checkpoint whose weights are int8 with float16 block
+// scales, that loads without requantizing (io/config.h: quantization_config).
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "api/impl.h"
+#include "cli/commands.h"
+#include "cli/model_options.h"
+#include "core/quantize.h"
+#include "models/weights.h"
+
+namespace shardlm::cli {
+namespace {
+
+struct QuantizeArguments {
+  std::string model, revision = "main", output;
+};
+
+// Files of a Hugging Face checkpoint that pass through unchanged.
+constexpr const char* companion_files[] = {"generation_config.json", "tokenizer.json", "tokenizer_config.json",
+                                           "special_tokens_map.json", "chat_template.jinja", "LICENSE",
+                                           "README.md"};
+
+void run(const QuantizeArguments& args) {
+  const io::ModelFiles files = io::resolve_model(args.model, {.revision = args.revision});
+  const io::ModelConfig config = io::load_model_config(files);
+  if (!config.quant_method.empty()) fail(files.path_of("config.json"), " is already quantized (", config.quant_method, ")");
+  const io::Checkpoint checkpoint = io::Checkpoint::open(files);
+  std::map<std::string, Tensor> tensors;
+  size_t before = 0, after = 0, quantized = 0;
+  for (const std::string& name : checkpoint.names()) {
+    Tensor tensor = checkpoint.tensor(name);
+    before += tensor.nbytes();
+    if (is_floating(tensor.dtype()) && quantizable(tensor.shape())) {
+      tensor = quantize_int8(tensor);
+      tensors.emplace(models::block_scale_name(name), tensor.block_scales());
+      after += tensor.block_scales().nbytes();
+      ++quantized;
+    }
+    after += tensor.nbytes();
+    tensors.emplace(name, std::move(tensor));
+  }
+  const std::filesystem::path output(args.output);
+  std::filesystem::create_directories(output);
+  if (!files.is_embedded() && std::filesystem::equivalent(output, files.location()))
+    fail("--output ", args.output, " is the model's own directory: write the quantized copy elsewhere");
+  io::write_safetensors((output / "model.safetensors").string(), tensors, {{"format", "pt"}});
+  nlohmann::json config_json = nlohmann::json::parse(files.read_text("config.json"));
+  config_json["quantization_config"] = {{"quant_method", io::int8_quant_method}, {"block_size", Tensor::quant_block}};
+  std::ofstream(output / "config.json") << config_json.dump(2) << "\n";
+  for (const char* name : companion_files)
+    if (files.exists(name)) std::ofstream(output / name, std::ios::binary) << files.read_text(name);
+  std::printf("quantized %zu of %zu tensors to int8: %zu -> %zu bytes, written to %s\n", quantized,
+              checkpoint.names().size(), before, after, args.output.c_str());
+}
+
+}  // namespace
+
+void add_quantize_command(CLI::App& app) {
+  auto args = std::make_shared<QuantizeArguments>();
+  CLI::App* command = app.add_subcommand(
+      "quantize", "Write an int8 copy of a checkpoint (one float16 scale per 32 weights) that loads as is");
+  command->add_option("--model,-m", args->model, "Checkpoint directory or Hugging Face model id")->required();
+  command->add_option("--revision", args->revision, "For a model id: branch, tag or commit hash")
+      ->capture_default_str();
+  command->add_option("--output,-o", args->output, "Directory to write (created if missing)")->required();
+  command->callback([args] { run(*args); });
+}
+
+}  // namespace shardlm::cli
