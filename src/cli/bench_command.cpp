@@ -107,10 +107,13 @@ void run(const BenchArguments& args) {
     }
   }
   const size_t peak_rss = peak_resident_bytes();  // before the bandwidth probe's buffer
-  const double bandwidth = args.bandwidth_gbs.value_or(
-      args.generated_tokens > 0 ? backends::cpu::measure_read_bandwidth_gbs(threads) : 0);
-  const double peak = args.fma_peak_gflops.value_or(
-      args.prompt_tokens > 0 ? backends::cpu::measure_fma_peak_gflops(threads) : 0);
+  // Measured only when needed and not given (each probe takes a second or two).
+  const double bandwidth = args.bandwidth_gbs ? *args.bandwidth_gbs
+                           : args.generated_tokens > 0 ? backends::cpu::measure_read_bandwidth_gbs(threads)
+                                                       : 0;
+  const double peak = args.fma_peak_gflops ? *args.fma_peak_gflops
+                      : args.prompt_tokens > 0 ? backends::cpu::measure_fma_peak_gflops(threads)
+                                               : 0;
   const Spread pp_spread = spread_of(pp), tg_spread = spread_of(tg);
   const double tg_roofline = bandwidth > 0 ? bandwidth * 1e9 / cost.read_bytes : 0;        // tok/s
   const double pp_roofline = peak > 0 ? peak * 1e9 / cost.matmul_flops : 0;                // tok/s

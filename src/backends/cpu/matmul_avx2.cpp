@@ -40,12 +40,16 @@ void gemv_tile(const float* x, const WeightView& w, int64_t o, float* out, int64
     const uint16_t* scales[O];
     SHARDLM_UNROLL
     for (int j = 0; j < O; ++j) scales[j] = w.block_scales + (o + j) * (in / block);
+    const auto* next_tile = static_cast<const char*>(row_pointer<D>(w, o + O));  // prefetched, as below
     for (int64_t k = 0; k < in; k += block) {
+      SHARDLM_UNROLL
+      for (int j = 0; j < O; ++j) _mm_prefetch(next_tile + j * in + k, _MM_HINT_T0);
       __m256 partial[R][O];
       SHARDLM_UNROLL
       for (int r = 0; r < R; ++r)
         SHARDLM_UNROLL
         for (int j = 0; j < O; ++j) partial[r][j] = _mm256_setzero_ps();
+      SHARDLM_UNROLL
       for (int64_t step = 0; step < block; step += 8)
         SHARDLM_UNROLL
         for (int j = 0; j < O; ++j) {
@@ -67,7 +71,26 @@ void gemv_tile(const float* x, const WeightView& w, int64_t o, float* out, int64
       for (int j = 0; j < O; ++j) out[r * out_stride + o + j] = horizontal_sum(acc[r][j]);
     return;
   }
+  // One cache line of each row per iteration, while the next tile's rows (O rows on,
+  // contiguous in memory) are prefetched: more lines in flight than the hardware
+  // prefetcher keeps for a handful of interleaved streams.
+  constexpr int64_t line = D == DType::f32 ? 16 : 32;  // elements per 64-byte line
+  const auto* next_tile = static_cast<const char*>(row_pointer<D>(w, o + O));
+  const int64_t row_bytes = in * static_cast<int64_t>(dtype_size(D));
   int64_t k = 0;
+  for (; k + line <= in; k += line) {
+    SHARDLM_UNROLL
+    for (int j = 0; j < O; ++j) _mm_prefetch(next_tile + j * row_bytes + k * (64 / line), _MM_HINT_T0);
+    SHARDLM_UNROLL
+    for (int64_t step = 0; step < line; step += 8)
+      SHARDLM_UNROLL
+      for (int j = 0; j < O; ++j) {
+        const __m256 weights = load8<D>(rows[j], k + step);
+        SHARDLM_UNROLL
+        for (int r = 0; r < R; ++r)
+          acc[r][j] = _mm256_fmadd_ps(_mm256_loadu_ps(x + r * in + k + step), weights, acc[r][j]);
+      }
+  }
   for (; k + 8 <= in; k += 8)
     SHARDLM_UNROLL
     for (int j = 0; j < O; ++j) {

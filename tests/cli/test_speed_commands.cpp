@@ -1,0 +1,90 @@
+// The speed-work commands as a user runs them: bench, quantize, random-model.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "cli_runner.h"
+#include "test_util.h"
+
+namespace shardlm {
+namespace {
+
+using testing::run_shardlm;
+namespace fs = std::filesystem;
+
+fs::path scratch_directory(const std::string& name) {
+  fs::path path = fs::temp_directory_path() / ("shardlm_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(path);
+  return path;
+}
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+TEST(BenchCommand, JsonHasTheThroughputsAndTheirShareOfTheLimits) {
+  auto result = run_shardlm("bench -p 16 -n 8 --tg-prompt 4 -r 2 -t 1 --bandwidth-gbs 10 --fma-peak-gflops 50 -o json");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  nlohmann::json report = nlohmann::json::parse(result.out);
+  EXPECT_GT(report["pp_tok_s"].get<double>(), 0);
+  EXPECT_GT(report["tg_tok_s"].get<double>(), 0);
+  EXPECT_EQ(report["threads"], 1);
+  EXPECT_EQ(report["pp_tokens"], 16);
+  EXPECT_EQ(report["tg_tokens"], 8);
+  // The shares follow from the figures: tok/s * bytes per token / bandwidth.
+  const double tg_share = report["tg_tok_s"].get<double>() * report["read_bytes_per_token"].get<double>() / 10e9;
+  EXPECT_NEAR(report["tg_percent_of_roofline"].get<double>(), 100 * tg_share, 1e-6 * 100 * tg_share);
+  EXPECT_GT(report["peak_rss_bytes"].get<double>(), report["weight_bytes"].get<double>());
+}
+
+TEST(BenchCommand, RejectsBadArguments) {
+  auto result = run_shardlm("bench -r 0");
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_NE(result.err.find("--repetitions"), std::string::npos) << result.err;
+  result = run_shardlm("bench --quantize int4");
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_NE(result.err.find("int8"), std::string::npos) << result.err;
+}
+
+TEST(QuantizeCommand, WritesAnInt8CheckpointThatLoadsAsQuantizingOnLoadDoes) {
+  const fs::path output = scratch_directory("quantized");
+  const std::string fixture = testing::data_path("fixtures/qwen3-tiny");
+  auto result = run_shardlm("quantize --model " + fixture + " --output " + output.string());
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  nlohmann::json config = nlohmann::json::parse(read_file(output / "config.json"));
+  EXPECT_EQ(config["quantization_config"]["quant_method"], "shardlm_int8");
+  EXPECT_LT(fs::file_size(output / "model.safetensors"), fs::file_size(fs::path(fixture) / "model.safetensors") / 2);
+
+  // Same ids from the written checkpoint and from quantizing while loading.
+  const std::string ids = "--input-ids 1,2,3,4,5 --max-new-tokens 12 --greedy --output ids";
+  auto from_file = run_shardlm("generate --model " + output.string() + " " + ids);
+  auto on_load = run_shardlm("generate --model " + fixture + " --quantize int8 " + ids);
+  ASSERT_EQ(from_file.exit_code, 0) << from_file.err;
+  ASSERT_EQ(on_load.exit_code, 0) << on_load.err;
+  EXPECT_EQ(from_file.out, on_load.out);
+
+  result = run_shardlm("quantize --model " + output.string() + " --output " + output.string() + "2");
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_NE(result.err.find("already quantized"), std::string::npos) << result.err;
+  fs::remove_all(output);
+}
+
+TEST(RandomModelCommand, WritesALoadableCheckpointDeterminedByTheSeed) {
+  const fs::path first = scratch_directory("random_a"), second = scratch_directory("random_b");
+  const std::string config = testing::data_path("fixtures/glm4-tiny/config.json");
+  ASSERT_EQ(run_shardlm("random-model --config " + config + " --output " + first.string() + " --seed 3").exit_code, 0);
+  ASSERT_EQ(run_shardlm("random-model --config " + config + " --output " + second.string() + " --seed 3").exit_code, 0);
+  EXPECT_EQ(read_file(first / "model.safetensors"), read_file(second / "model.safetensors"));
+  auto generated = run_shardlm("generate --model " + first.string() + " --input-ids 1,2,3 --max-new-tokens 4 --output ids");
+  EXPECT_EQ(generated.exit_code, 0) << generated.err;
+  auto missing = run_shardlm("random-model --config /nonexistent/config.json --output " + first.string());
+  EXPECT_NE(missing.exit_code, 0);
+  fs::remove_all(first);
+  fs::remove_all(second);
+}
+
+}  // namespace
+}  // namespace shardlm
