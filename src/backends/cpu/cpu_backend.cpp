@@ -64,7 +64,7 @@ class CpuBackend final : public Backend {
   void copy_from_host(const Tensor& source, const Tensor& destination) override { copy(source, destination); }
 
  private:
-  cpu::ThreadPool pool_;
+  ThreadPool pool_;
 };
 
 }  // namespace

@@ -3,7 +3,7 @@
 // kernel of the same name (reference_kernels.h); tests/backends checks them against it.
 // Each spreads its work over `pool`.
 
-#include "backends/cpu/thread_pool.h"
+#include "core/thread_pool.h"
 #include "backends/rotary.h"
 #include "core/tensor.h"
 

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <memory>
 
-#include "backends/cpu/thread_pool.h"
+#include "core/thread_pool.h"
 
 namespace shardlm::backends::cpu {
 namespace {

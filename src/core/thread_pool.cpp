@@ -1,11 +1,11 @@
-#include "backends/cpu/thread_pool.h"
+#include "core/thread_pool.h"
 
 #include <immintrin.h>
 
 #include <chrono>
 #include <mutex>
 
-namespace shardlm::backends::cpu {
+namespace shardlm {
 namespace {
 
 // How long a waiting thread polls before it sleeps (a worker) or yields (the caller):
@@ -93,4 +93,4 @@ void ThreadPool::run_tasks(int64_t count, void* context, Invoke invoke) {
   if (error_) std::rethrow_exception(error_);
 }
 
-}  // namespace shardlm::backends::cpu
+}  // namespace shardlm

@@ -4,9 +4,9 @@
 #include <stdexcept>
 #include <vector>
 
-#include "backends/cpu/thread_pool.h"
+#include "core/thread_pool.h"
 
-namespace shardlm::backends::cpu {
+namespace shardlm {
 namespace {
 
 TEST(ThreadPool, RunsEveryTaskExactlyOnceAcrossManyRuns) {
@@ -35,4 +35,4 @@ TEST(ThreadPool, DefaultsToTheHardwareThreads) {
 }
 
 }  // namespace
-}  // namespace shardlm::backends::cpu
+}  // namespace shardlm

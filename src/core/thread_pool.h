@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-namespace shardlm::backends::cpu {
+namespace shardlm {
 
 class ThreadPool {
  public:
@@ -50,4 +50,4 @@ class ThreadPool {
   std::exception_ptr error_;
 };
 
-}  // namespace shardlm::backends::cpu
+}  // namespace shardlm
