@@ -73,13 +73,52 @@ inline void widen_row(const WeightView& w, int64_t row, int64_t k0, int64_t coun
   for (; k < count; ++k) destination[k] = load1<D>(source, k0 + k);
 }
 
-// packed[k][j] = weight[n0 + j, k0 + k] for j < width, zero for width <= j < 16.
+// Transposes the 8x8 block held in rows[0..8).
+inline void transpose8(__m256 rows[8]) {
+  const __m256 t0 = _mm256_unpacklo_ps(rows[0], rows[1]), t1 = _mm256_unpackhi_ps(rows[0], rows[1]);
+  const __m256 t2 = _mm256_unpacklo_ps(rows[2], rows[3]), t3 = _mm256_unpackhi_ps(rows[2], rows[3]);
+  const __m256 t4 = _mm256_unpacklo_ps(rows[4], rows[5]), t5 = _mm256_unpackhi_ps(rows[4], rows[5]);
+  const __m256 t6 = _mm256_unpacklo_ps(rows[6], rows[7]), t7 = _mm256_unpackhi_ps(rows[6], rows[7]);
+  const __m256 s0 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0)), s1 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));
+  const __m256 s2 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0)), s3 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
+  const __m256 s4 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(1, 0, 1, 0)), s5 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(3, 2, 3, 2));
+  const __m256 s6 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(1, 0, 1, 0)), s7 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(3, 2, 3, 2));
+  rows[0] = _mm256_permute2f128_ps(s0, s4, 0x20);
+  rows[1] = _mm256_permute2f128_ps(s1, s5, 0x20);
+  rows[2] = _mm256_permute2f128_ps(s2, s6, 0x20);
+  rows[3] = _mm256_permute2f128_ps(s3, s7, 0x20);
+  rows[4] = _mm256_permute2f128_ps(s0, s4, 0x31);
+  rows[5] = _mm256_permute2f128_ps(s1, s5, 0x31);
+  rows[6] = _mm256_permute2f128_ps(s2, s6, 0x31);
+  rows[7] = _mm256_permute2f128_ps(s3, s7, 0x31);
+}
+
+// packed[k][j] = weight[n0 + j, k0 + k] for j < width, zero for width <= j < 16:
+// 8x8 blocks widened in registers and transposed, the k tail element by element.
 template <DType D>
 inline void pack_panel(const WeightView& w, int64_t n0, int64_t width, int64_t k0, int64_t kc, float* packed) {
-  alignas(32) float row[k_block];
-  for (int64_t j = 0; j < panel_width; ++j) {
-    if (j < width) widen_row<D>(w, n0 + j, k0, kc, row);
-    for (int64_t k = 0; k < kc; ++k) packed[k * panel_width + j] = j < width ? row[k] : 0.0f;
+  const int64_t vector_k = kc / 8 * 8;
+  for (int64_t j0 = 0; j0 < panel_width; j0 += 8) {
+    const void* rows[8];
+    const uint16_t* scales[8];
+    for (int64_t j = 0; j < 8; ++j) {
+      rows[j] = j0 + j < width ? row_pointer<D>(w, n0 + j0 + j) : nullptr;
+      if constexpr (D == DType::i8) scales[j] = rows[j] ? w.block_scales + (n0 + j0 + j) * (w.in / block) : nullptr;
+    }
+    for (int64_t k = 0; k < vector_k; k += 8) {
+      __m256 block8[8];
+      SHARDLM_UNROLL
+      for (int j = 0; j < 8; ++j) {
+        block8[j] = rows[j] ? load8<D>(rows[j], k0 + k) : _mm256_setzero_ps();
+        if constexpr (D == DType::i8)
+          if (rows[j]) block8[j] = _mm256_mul_ps(block8[j], _mm256_set1_ps(_cvtsh_ss(scales[j][(k0 + k) / block])));
+      }
+      transpose8(block8);
+      SHARDLM_UNROLL
+      for (int i = 0; i < 8; ++i) _mm256_store_ps(packed + (k + i) * panel_width + j0, block8[i]);
+    }
+    for (int64_t k = vector_k; k < kc; ++k)  // int8 rows are whole blocks: no tail there
+      for (int64_t j = 0; j < 8; ++j) packed[k * panel_width + j0 + j] = rows[j] ? load1<D>(rows[j], k0 + k) : 0.0f;
   }
 }
 
