@@ -77,20 +77,33 @@ void gemv_tile(const float* x, const WeightView& w, int64_t o, float* out, int64
   constexpr int64_t line = D == DType::f32 ? 16 : 32;  // elements per 64-byte line
   const auto* next_tile = static_cast<const char*>(row_pointer<D>(w, o + O));
   const int64_t row_bytes = in * static_cast<int64_t>(dtype_size(D));
+  // Alternate 8-element steps feed a second accumulator set: two FMA chains per
+  // (row, output) halve the latency each line waits on.
+  __m256 odd[R][O];
+  SHARDLM_UNROLL
+  for (int r = 0; r < R; ++r)
+    SHARDLM_UNROLL
+    for (int j = 0; j < O; ++j) odd[r][j] = _mm256_setzero_ps();
   int64_t k = 0;
   for (; k + line <= in; k += line) {
     SHARDLM_UNROLL
     for (int j = 0; j < O; ++j) _mm_prefetch(next_tile + j * row_bytes + k * (64 / line), _MM_HINT_T0);
     SHARDLM_UNROLL
-    for (int64_t step = 0; step < line; step += 8)
+    for (int64_t step = 0; step < line; step += 16)
       SHARDLM_UNROLL
       for (int j = 0; j < O; ++j) {
-        const __m256 weights = load8<D>(rows[j], k + step);
+        const __m256 even_weights = load8<D>(rows[j], k + step), odd_weights = load8<D>(rows[j], k + step + 8);
         SHARDLM_UNROLL
-        for (int r = 0; r < R; ++r)
-          acc[r][j] = _mm256_fmadd_ps(_mm256_loadu_ps(x + r * in + k + step), weights, acc[r][j]);
+        for (int r = 0; r < R; ++r) {
+          acc[r][j] = _mm256_fmadd_ps(_mm256_loadu_ps(x + r * in + k + step), even_weights, acc[r][j]);
+          odd[r][j] = _mm256_fmadd_ps(_mm256_loadu_ps(x + r * in + k + step + 8), odd_weights, odd[r][j]);
+        }
       }
   }
+  SHARDLM_UNROLL
+  for (int r = 0; r < R; ++r)
+    SHARDLM_UNROLL
+    for (int j = 0; j < O; ++j) acc[r][j] = _mm256_add_ps(acc[r][j], odd[r][j]);
   for (; k + 8 <= in; k += 8)
     SHARDLM_UNROLL
     for (int j = 0; j < O; ++j) {
