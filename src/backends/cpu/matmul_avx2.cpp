@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "backends/cpu/avx2_gemm.h"
@@ -174,24 +175,25 @@ void gemm_typed(const float* x, int64_t rows, const WeightView& w, int64_t o_beg
   }
 }
 
+// Calls body(std::integral_constant<DType, dtype>) for the weight's dtype.
+template <typename Body>
+void with_dtype(DType dtype, Body body) {
+  switch (dtype) {
+    case DType::f32: return body(std::integral_constant<DType, DType::f32>{});
+    case DType::bf16: return body(std::integral_constant<DType, DType::bf16>{});
+    case DType::f16: return body(std::integral_constant<DType, DType::f16>{});
+    default: return body(std::integral_constant<DType, DType::i8>{});
+  }
+}
+
 void gemv(const float* x, int64_t rows, const WeightView& w, int64_t o_begin, int64_t o_end, float* out,
           int64_t stride) {
-  switch (w.dtype) {
-    case DType::f32: return gemv_typed<DType::f32>(x, rows, w, o_begin, o_end, out, stride);
-    case DType::bf16: return gemv_typed<DType::bf16>(x, rows, w, o_begin, o_end, out, stride);
-    case DType::f16: return gemv_typed<DType::f16>(x, rows, w, o_begin, o_end, out, stride);
-    default: return gemv_typed<DType::i8>(x, rows, w, o_begin, o_end, out, stride);
-  }
+  with_dtype(w.dtype, [&](auto dtype) { gemv_typed<dtype.value>(x, rows, w, o_begin, o_end, out, stride); });
 }
 
 void gemm(const float* x, int64_t rows, const WeightView& w, int64_t o_begin, int64_t o_end, float* out,
           int64_t stride) {
-  switch (w.dtype) {
-    case DType::f32: return gemm_typed<DType::f32>(x, rows, w, o_begin, o_end, out, stride);
-    case DType::bf16: return gemm_typed<DType::bf16>(x, rows, w, o_begin, o_end, out, stride);
-    case DType::f16: return gemm_typed<DType::f16>(x, rows, w, o_begin, o_end, out, stride);
-    default: return gemm_typed<DType::i8>(x, rows, w, o_begin, o_end, out, stride);
-  }
+  with_dtype(w.dtype, [&](auto dtype) { gemm_typed<dtype.value>(x, rows, w, o_begin, o_end, out, stride); });
 }
 
 }  // namespace
