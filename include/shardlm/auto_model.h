@@ -30,6 +30,9 @@ struct PretrainedOptions {
   // int8 with one float16 scale per block (as llama.cpp's Q8_0) while loading.
   // Empty: as stored (checkpoints written by `shardlm quantize` load as int8 either way).
   std::string quantize{};
+  // The KV cache's element type, float32 or bfloat16; unset: bfloat16 for 16-bit or
+  // int8 weights (half the cache memory), float32 for float32 weights.
+  std::optional<DType> kv_cache_dtype{};
 };
 
 // Called for every generated token of input row `row` with the text it completes

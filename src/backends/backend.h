@@ -44,13 +44,14 @@ class Backend {
   virtual void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) = 0;
   // In place. x f32 [tokens, heads, head_dim], positions i32 [tokens]
   virtual void rope(const Tensor& x, const Tensor& positions, const RotaryEmbedding& rotary) = 0;
-  // cache f32 [batch, kv_heads, max_cache_len, head_dim]; entries f32 [batch, seq, kv_heads, head_dim];
+  // cache f32 or bf16 [batch, kv_heads, max_cache_len, head_dim]; entries f32 [batch, seq, kv_heads, head_dim],
+  // rounded to the cache's dtype;
   // positions i32 [batch, seq]: entries[b, s] goes to cache[b, :, positions[b, s]].
   // A negative position marks padding (a static-shape step with fewer real tokens): skipped.
   virtual void kv_cache_write(const Tensor& cache, const Tensor& entries, const Tensor& positions) = 0;
   // Causal attention over the cache: the query at position p sees cache positions 0..p, or
   // with sliding_window W > 0 only p-W+1..p (transformers' sliding_attention layers).
-  // q f32 [batch, seq, heads, head_dim]; k_cache, v_cache f32 [batch, kv_heads, max_cache_len, head_dim];
+  // q f32 [batch, seq, heads, head_dim]; k_cache, v_cache f32 or bf16 [batch, kv_heads, max_cache_len, head_dim];
   // positions i32 [batch, seq] -> out f32 [batch, seq, heads, head_dim].
   // Query head h reads KV head h / (heads / kv_heads), as transformers' repeat_kv does.
   // Padding queries (negative position) produce zeros.

@@ -14,6 +14,9 @@ void add_model_options(CLI::App& command, ModelArguments& args) {
   command.add_option("--quantize", args.quantize,
                      "Quantize weights on load: int8 (one float16 scale per 32 weights, like Q8_0)")
       ->check(CLI::IsMember({"int8"}));
+  command.add_option("--kv-cache-dtype", args.kv_cache_dtype,
+                     "KV cache element type: float32 or bfloat16 (default: bfloat16 for 16-bit or int8 weights, "
+                     "else float32)");
   command.add_option("--device", args.device, "cpu, cuda, cuda:N or auto")->capture_default_str();
   command.add_option("--threads,-t", args.threads, "CPU threads (default: one per hardware thread)")
       ->check(CLI::NonNegativeNumber);
@@ -73,6 +76,7 @@ LoadedModel load_model(const ModelArguments& args) {
   if (!args.dtype.empty()) options.dtype = parse_dtype(args.dtype);
   options.threads = args.threads;
   options.quantize = args.quantize;
+  if (!args.kv_cache_dtype.empty()) options.kv_cache_dtype = parse_dtype(args.kv_cache_dtype);
   AutoModelForCausalLM model = AutoModelForCausalLM::from_pretrained(model_path, options);
   return {std::move(files), std::move(tokenizer), std::move(model)};
 }

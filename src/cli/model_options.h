@@ -15,7 +15,7 @@ namespace shardlm::cli {
 struct ModelArguments {
   std::string model{io::default_model_id};
   std::string revision = "main";
-  std::string dtype, device = "cpu", quantize;
+  std::string dtype, device = "cpu", quantize, kv_cache_dtype;
   int threads = 0;
   bool verbose = false;
 };

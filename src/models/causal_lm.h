@@ -22,6 +22,9 @@ struct LoadOptions {
   // Quantize every [out, in] weight whose rows are whole 32-element blocks to int8
   // with f16 block scales (core/quantize.h) while loading.
   bool quantize_int8 = false;
+  // The KV cache's element type; unset: bfloat16 when the weights are 16-bit floats or
+  // int8 (as transformers keeps the cache in the model's dtype), float32 otherwise.
+  std::optional<DType> kv_cache_dtype{};
 };
 
 struct ForwardInputs {
@@ -41,12 +44,15 @@ class CausalLM {
   virtual graph::Value forward(graph::Builder& builder, const ForwardInputs& inputs, StaticCache& cache) const = 0;
 
   StaticCache allocate_cache(backends::Backend& backend, int64_t batch, int64_t max_cache_len) const;
+  DType kv_cache_dtype() const { return kv_cache_dtype_; }
+  void set_kv_cache_dtype(DType dtype);
   // Bytes of all weights as loaded.
   virtual size_t weight_bytes() const = 0;
 
  protected:
   explicit CausalLM(io::ModelConfig config) : config_(std::move(config)) {}
   io::ModelConfig config_;
+  DType kv_cache_dtype_ = DType::f32;
 };
 
 // Builds the architecture named in config.architectures[0]; an unknown one is an

@@ -9,8 +9,8 @@
 namespace shardlm::models {
 
 struct LayerCache {
-  Tensor keys;    // f32 [batch, kv_heads, max_cache_len, head_dim]
-  Tensor values;  // f32 [batch, kv_heads, max_cache_len, head_dim]
+  Tensor keys;    // f32 or bf16 [batch, kv_heads, max_cache_len, head_dim]
+  Tensor values;  // f32 or bf16 [batch, kv_heads, max_cache_len, head_dim]
 };
 
 struct StaticCache {

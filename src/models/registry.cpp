@@ -40,7 +40,10 @@ static const Factory& factory_for(const io::ModelConfig& config) {
 std::unique_ptr<CausalLM> create_causal_lm(const io::ModelConfig& config, const io::Checkpoint& checkpoint,
                                            const LoadOptions& options) {
   WeightLoader loader(checkpoint, options, config.source);
-  return factory_for(config)(config, loader);
+  std::unique_ptr<CausalLM> model = factory_for(config)(config, loader);
+  const bool float32_weights = loader.matrix_dtype().value_or(DType::f32) == DType::f32;
+  model->set_kv_cache_dtype(options.kv_cache_dtype.value_or(float32_weights ? DType::f32 : DType::bf16));
+  return model;
 }
 
 std::vector<std::pair<std::string, Shape>> required_weights(const io::ModelConfig& config) {

@@ -25,6 +25,8 @@ class WeightLoader {
   Tensor require(const std::string& name, const Shape& expected);
   bool contains(const std::string& name) const { return !checkpoint_ || checkpoint_->contains(name); }
   size_t loaded_bytes() const { return loaded_bytes_; }
+  // The dtype of the first matrix loaded (after conversion or quantization).
+  std::optional<DType> matrix_dtype() const { return matrix_dtype_; }
   const std::vector<std::pair<std::string, Shape>>& requested() const { return requested_; }
 
  private:
@@ -34,6 +36,7 @@ class WeightLoader {
   LoadOptions options_;
   std::string config_source_;
   size_t loaded_bytes_ = 0;
+  std::optional<DType> matrix_dtype_;
   std::vector<std::pair<std::string, Shape>> requested_;
 };
 

@@ -121,11 +121,13 @@ TEST_P(BackendConsistency, EmbeddingAndGather) {
 }
 
 // Decode (seq 1) and prefill shapes; head_dim 20 takes the per-row path, 32 and 128 the
-// flash path where the CPU has one; 70 positions span two key tiles and several row blocks.
+// flash path where the CPU has one; 70 positions span two key tiles and several row
+// blocks. Both cache dtypes: the reference reads the same rounded bf16 entries.
 TEST_P(BackendConsistency, CacheWriteAndAttention) {
   struct Shape_ {
     int64_t seq, head_dim;
   };
+  for (DType cache_dtype : {DType::f32, DType::bf16})
   for (Shape_ shape : {Shape_{4, 20}, Shape_{1, 32}, Shape_{4, 32}, Shape_{70, 32}, Shape_{9, 128}}) {
     const int64_t batch = 2, seq = shape.seq, heads = 8, kv_heads = 2, head_dim = shape.head_dim;
     const int64_t max_cache_len = seq + 15;
@@ -136,8 +138,8 @@ TEST_P(BackendConsistency, CacheWriteAndAttention) {
     for (int64_t s = 0; s < seq; ++s) position_values.push_back(static_cast<int32_t>(s));
     for (int64_t s = 0; s < seq; ++s) position_values.push_back(s + 2 >= seq ? -1 : static_cast<int32_t>(10 + s));
     Tensor positions = Tensor::from_i32(position_values, {batch, seq});
-    Tensor k_expected = random_tensor({batch, kv_heads, max_cache_len, head_dim}, DType::f32, random_);
-    Tensor v_expected = random_tensor({batch, kv_heads, max_cache_len, head_dim}, DType::f32, random_);
+    Tensor k_expected = random_tensor({batch, kv_heads, max_cache_len, head_dim}, cache_dtype, random_);
+    Tensor v_expected = random_tensor({batch, kv_heads, max_cache_len, head_dim}, cache_dtype, random_);
     Tensor k_actual = upload(k_expected.clone()), v_actual = upload(v_expected.clone());
     reference::kv_cache_write(k_expected, entries, positions);
     reference::kv_cache_write(v_expected, entries, positions);
@@ -151,7 +153,7 @@ TEST_P(BackendConsistency, CacheWriteAndAttention) {
       reference::attention(q, k_expected, v_expected, positions, 0.25f, sliding_window, expected);
       backend_->attention(upload(q), k_actual, v_actual, upload(positions), 0.25f, sliding_window, actual);
       EXPECT_LT(relative_error(download(actual), to_doubles(expected)), tolerance)
-          << "seq " << seq << " head_dim " << head_dim << " window " << sliding_window;
+          << dtype_name(cache_dtype) << " seq " << seq << " head_dim " << head_dim << " window " << sliding_window;
     }
   }
 }

@@ -24,13 +24,15 @@ struct Fixture {
 
 // Everything a test needs to run one fixture.
 struct LoadedFixture {
-  explicit LoadedFixture(const std::string& name, std::optional<DType> dtype = {})
+  // The cache is f32 unless asked: the fixtures' tolerances assume f32 activations.
+  explicit LoadedFixture(const std::string& name, std::optional<DType> dtype = {},
+                         DType kv_cache_dtype = DType::f32)
       : files(io::ModelFiles::directory(testing::data_path("fixtures/" + name))),
         config(io::load_model_config(files)),
         checkpoint(io::Checkpoint::open(files)),
         golden(io::SafetensorsFile::open(files.path_of("golden.safetensors"))),
         backend(backends::create_backend("cpu")),
-        model(models::create_causal_lm(config, checkpoint, {.dtype = dtype})),
+        model(models::create_causal_lm(config, checkpoint, {.dtype = dtype, .kv_cache_dtype = kv_cache_dtype})),
         generator(*model, *backend, io::load_generation_config(files, config)) {}
 
   std::vector<int64_t> ids(const std::string& tensor) const {
@@ -165,6 +167,32 @@ TEST(GoldenFixtureDtype, Bf16ConversionOnLoadStaysCloseToTheBf16Golden) {
   Tensor logits = converted.generator.forward(prompt, 0, true);
   Tensor golden = reference_golden.golden.tensor("logits");
   EXPECT_LT(relative_error(logits.data<float>(), golden.data<float>(), golden.numel()), 1e-3);
+}
+
+// The default for bf16 weights is a bf16 cache: part of the activations is then bf16,
+// for which the fixtures' README gives 2e-2 with exact greedy ids.
+TEST(GoldenFixtureDtype, Bf16KvCacheStaysWithinTheBf16ActivationTolerance) {
+  LoadedFixture fixture("qwen3-tiny-bf16", {}, DType::bf16);
+  std::vector<int64_t> prompt = fixture.ids("input_ids"), greedy = fixture.ids("greedy_ids");
+  fixture.generator.prepare_cache(1, static_cast<int64_t>(prompt.size()));
+  Tensor logits = fixture.generator.forward(prompt, 0, true);
+  Tensor golden = fixture.golden.tensor("logits");
+  EXPECT_LT(relative_error(logits.data<float>(), golden.data<float>(), golden.numel()), 2e-2);
+  GenerationConfig request;
+  request.do_sample = false;
+  request.max_new_tokens = static_cast<int64_t>(greedy.size());
+  request.eos_token_id = std::vector<int64_t>{};
+  EXPECT_EQ(fixture.generator.generate({prompt}, request).front().generated, greedy);
+}
+
+TEST(GoldenFixtureDtype, KvCacheDefaultsToTheWeightsPrecision) {
+  io::ModelFiles files = io::ModelFiles::directory(testing::data_path("fixtures/qwen3-tiny"));
+  io::ModelConfig config = io::load_model_config(files);
+  io::Checkpoint checkpoint = io::Checkpoint::open(files);
+  EXPECT_EQ(models::create_causal_lm(config, checkpoint, {})->kv_cache_dtype(), DType::f32);
+  EXPECT_EQ(models::create_causal_lm(config, checkpoint, {.dtype = DType::bf16})->kv_cache_dtype(), DType::bf16);
+  EXPECT_EQ(models::create_causal_lm(config, checkpoint, {.quantize_int8 = true})->kv_cache_dtype(), DType::bf16);
+  EXPECT_THROW(models::create_causal_lm(config, checkpoint, {.kv_cache_dtype = DType::f16}), Error);
 }
 
 TEST(ModelRegistry, UnknownArchitectureListsTheSupportedOnes) {

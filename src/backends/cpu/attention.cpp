@@ -12,16 +12,25 @@
 #include "backends/cpu/attention_kernels.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/simd.h"
+#include "core/dtype.h"
 #include "core/error.h"
 
 namespace shardlm::backends::cpu {
 namespace {
 
-constexpr int64_t key_tile = 64, heads_per_pass = 8;
+constexpr int64_t key_tile = 64, heads_per_pass = 8, max_head_dim = 1024;
+
+// Row t of a [positions, head_dim] cache slice as f32: the row itself, or widened into `buffer`.
+const float* cache_row(const void* rows, DType dtype, int64_t t, int64_t head_dim, float* buffer) {
+  if (dtype == DType::f32) return static_cast<const float*>(rows) + t * head_dim;
+  convert_to_f32(static_cast<const uint16_t*>(rows) + t * head_dim, dtype, buffer, static_cast<size_t>(head_dim));
+  return buffer;
+}
 
 // result[g] = softmax(query[g] . keys[first..visible) * scale) . values, for g < heads.
-void attend(const float* query, int64_t heads, const float* keys, const float* values, int64_t first,
-            int64_t visible, int64_t head_dim, float scale, float* result) {
+void attend(const float* query, int64_t heads, const void* keys, const void* values, DType cache_dtype,
+            int64_t first, int64_t visible, int64_t head_dim, float scale, float* result) {
+  float row_buffer[max_head_dim];
   float scores[heads_per_pass][key_tile];
   float maximum[heads_per_pass], sum[heads_per_pass];
   std::fill(maximum, maximum + heads, -INFINITY);
@@ -29,9 +38,10 @@ void attend(const float* query, int64_t heads, const float* keys, const float* v
   std::fill(result, result + heads * head_dim, 0.0f);
   for (int64_t t0 = first; t0 < visible; t0 += key_tile) {
     const int64_t count = std::min(key_tile, visible - t0);
-    for (int64_t t = 0; t < count; ++t)
-      for (int64_t g = 0; g < heads; ++g)
-        scores[g][t] = dot(query + g * head_dim, keys + (t0 + t) * head_dim, head_dim) * scale;
+    for (int64_t t = 0; t < count; ++t) {
+      const float* key = cache_row(keys, cache_dtype, t0 + t, head_dim, row_buffer);
+      for (int64_t g = 0; g < heads; ++g) scores[g][t] = dot(query + g * head_dim, key, head_dim) * scale;
+    }
     for (int64_t g = 0; g < heads; ++g) {
       const float tile_maximum = *std::max_element(scores[g], scores[g] + count);
       const float new_maximum = std::max(maximum[g], tile_maximum);
@@ -44,13 +54,20 @@ void attend(const float* query, int64_t heads, const float* keys, const float* v
       maximum[g] = new_maximum;
       for (int64_t t = 0; t < count; ++t) sum[g] += scores[g][t] = std::exp(scores[g][t] - new_maximum);
     }
-    for (int64_t t = 0; t < count; ++t)
-      for (int64_t g = 0; g < heads; ++g) axpy(scores[g][t], values + (t0 + t) * head_dim, result + g * head_dim, head_dim);
+    for (int64_t t = 0; t < count; ++t) {
+      const float* value = cache_row(values, cache_dtype, t0 + t, head_dim, row_buffer);
+      for (int64_t g = 0; g < heads; ++g) axpy(scores[g][t], value, result + g * head_dim, head_dim);
+    }
   }
   for (int64_t g = 0; g < heads; ++g) {
     const float inverse = 1.0f / sum[g];
     for (int64_t d = 0; d < head_dim; ++d) result[g * head_dim + d] *= inverse;
   }
+}
+
+// Element `offset` of a cache tensor, whatever its element size.
+const void* cache_slice(const Tensor& cache, int64_t offset) {
+  return static_cast<const std::byte*>(cache.raw()) + offset * static_cast<int64_t>(dtype_size(cache.dtype()));
 }
 
 }  // namespace
@@ -64,6 +81,10 @@ void attention(ThreadPool& pool, const Tensor& q, const Tensor& k_cache, const T
   for (int64_t i = 0; i < batch * seq; ++i)
     SHARDLM_CHECK(position[i] < max_cache_len, "attention: position ", position[i],
                   " is outside the KV cache (max_cache_len ", max_cache_len, ")");
+  const DType cache_dtype = k_cache.dtype();
+  SHARDLM_CHECK((cache_dtype == DType::f32 || cache_dtype == DType::bf16) && v_cache.dtype() == cache_dtype &&
+                    head_dim <= max_head_dim,
+                "attention: unsupported KV cache ", k_cache.describe(), " / ", v_cache.describe());
   const FlashBlockKernel flash = avx2_flash_block(head_dim);
   if (flash && seq * group >= 6 && group <= flash_max_rows) {
     // Tasks: (batch row, KV head, block of query positions); a block's rows are its
@@ -84,8 +105,8 @@ void attention(ThreadPool& pool, const Tensor& q, const Tensor& k_cache, const T
           row_positions[rows] = position[b * seq + s];
         }
       const int64_t cache_offset = (b * kv_heads + kv_head) * max_cache_len * head_dim;
-      flash(queries, row_positions, rows, k_cache.data<float>() + cache_offset, v_cache.data<float>() + cache_offset,
-            head_dim, scale, sliding_window, outputs);
+      flash(queries, row_positions, rows, cache_slice(k_cache, cache_offset), cache_slice(v_cache, cache_offset),
+            cache_dtype, head_dim, scale, sliding_window, outputs);
     });
     return;
   }
@@ -99,11 +120,10 @@ void attention(ThreadPool& pool, const Tensor& q, const Tensor& k_cache, const T
     }
     const int64_t first = sliding_window > 0 ? std::max<int64_t>(0, visible - sliding_window) : 0;
     const float* query = q.data<float>() + (row * heads + kv_head * group) * head_dim;  // [group, head_dim]
-    const float* keys = k_cache.data<float>() + (b * kv_heads + kv_head) * max_cache_len * head_dim;
-    const float* values = v_cache.data<float>() + (b * kv_heads + kv_head) * max_cache_len * head_dim;
+    const int64_t cache_offset = (b * kv_heads + kv_head) * max_cache_len * head_dim;
     for (int64_t g = 0; g < group; g += heads_per_pass)
-      attend(query + g * head_dim, std::min(heads_per_pass, group - g), keys, values, first, visible, head_dim, scale,
-             result + g * head_dim);
+      attend(query + g * head_dim, std::min(heads_per_pass, group - g), cache_slice(k_cache, cache_offset),
+             cache_slice(v_cache, cache_offset), cache_dtype, first, visible, head_dim, scale, result + g * head_dim);
   });
 }
 

@@ -16,12 +16,14 @@ using namespace avx2;
 
 constexpr int64_t key_tile = 64;
 
-void flash_block(const float* const* queries, const int32_t* positions, int64_t rows, const float* keys,
-                 const float* values, int64_t head_dim, float scale, int64_t sliding_window, float* const* outputs) {
+template <DType Cache>
+void flash_block(const float* const* queries, const int32_t* positions, int64_t rows, const void* keys,
+                 const void* values, int64_t head_dim, float scale, int64_t sliding_window, float* const* outputs) {
   alignas(64) float q[flash_max_rows * flash_max_head_dim];            // [rows, head_dim], pre-scaled
   alignas(64) float o[flash_max_rows * flash_max_head_dim];            // [rows, head_dim]
   alignas(64) float s[flash_max_rows * key_tile];                      // [rows, key_tile]
   alignas(64) float packed[key_tile / panel_width * flash_max_head_dim * panel_width];  // K tile, [panel][d][16]
+  alignas(64) float widened_values[Cache == DType::f32 ? 1 : key_tile * flash_max_head_dim];  // [key_tile, head_dim]
   float maximum[flash_max_rows], sum[flash_max_rows];
   int64_t first_key = INT64_MAX, end_key = 0;
   for (int64_t r = 0; r < rows; ++r) {
@@ -34,11 +36,11 @@ void flash_block(const float* const* queries, const int32_t* positions, int64_t 
     first_key = std::min(first_key, sliding_window > 0 ? std::max<int64_t>(0, visible - sliding_window) : 0);
     end_key = std::max(end_key, visible);
   }
-  const WeightView key_rows{keys, DType::f32, head_dim};
+  const WeightView key_rows{keys, Cache, head_dim}, value_rows{values, Cache, head_dim};
   for (int64_t t0 = first_key; t0 < end_key; t0 += key_tile) {
     const int64_t count = std::min(key_tile, end_key - t0), panels = (count + panel_width - 1) / panel_width;
     for (int64_t p = 0; p < panels; ++p)
-      pack_panel<DType::f32>(key_rows, t0 + p * panel_width, std::min(panel_width, count - p * panel_width), 0,
+      pack_panel<Cache>(key_rows, t0 + p * panel_width, std::min(panel_width, count - p * panel_width), 0,
                              head_dim, packed + p * head_dim * panel_width);
     for (int64_t r0 = 0; r0 < rows; r0 += micro_rows)
       for (int64_t p = 0; p < panels; ++p)
@@ -67,10 +69,16 @@ void flash_block(const float* const* queries, const int32_t* positions, int64_t 
       maximum[r] = new_maximum;
       for (int64_t t = 0; t < count; ++t) sum[r] += row[t] = std::exp(row[t] - new_maximum);
     }
+    // V rows are [k][n] panels as they lie; a bf16 tile is widened first.
+    const float* value_tile = static_cast<const float*>(values) + t0 * head_dim;
+    if constexpr (Cache != DType::f32) {
+      for (int64_t t = 0; t < count; ++t) widen_row<Cache>(value_rows, t0 + t, 0, head_dim, widened_values + t * head_dim);
+      value_tile = widened_values;
+    }
     for (int64_t r0 = 0; r0 < rows; r0 += micro_rows)
       for (int64_t d0 = 0; d0 < head_dim; d0 += panel_width)
-        micro_kernel_rows(std::min(micro_rows, rows - r0), s + r0 * key_tile, key_tile, values + t0 * head_dim + d0,
-                          head_dim, count, o + r0 * head_dim + d0, head_dim, panel_width, true);
+        micro_kernel_rows(std::min(micro_rows, rows - r0), s + r0 * key_tile, key_tile, value_tile + d0, head_dim,
+                          count, o + r0 * head_dim + d0, head_dim, panel_width, true);
   }
   for (int64_t r = 0; r < rows; ++r) {
     const float inverse = sum[r] > 0 ? 1.0f / sum[r] : 0.0f;  // padding rows stay zero
@@ -78,12 +86,19 @@ void flash_block(const float* const* queries, const int32_t* positions, int64_t 
   }
 }
 
+void flash_block_any(const float* const* queries, const int32_t* positions, int64_t rows, const void* keys,
+                     const void* values, DType cache_dtype, int64_t head_dim, float scale, int64_t sliding_window,
+                     float* const* outputs) {
+  (cache_dtype == DType::bf16 ? flash_block<DType::bf16> : flash_block<DType::f32>)(
+      queries, positions, rows, keys, values, head_dim, scale, sliding_window, outputs);
+}
+
 }  // namespace
 
 FlashBlockKernel avx2_flash_block(int64_t head_dim) {
   const bool supported =
       __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-  return supported && head_dim % panel_width == 0 && head_dim <= flash_max_head_dim ? flash_block : nullptr;
+  return supported && head_dim % panel_width == 0 && head_dim <= flash_max_head_dim ? flash_block_any : nullptr;
 }
 
 }  // namespace shardlm::backends::cpu

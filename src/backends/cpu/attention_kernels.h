@@ -3,6 +3,8 @@
 
 #include <cstdint>
 
+#include <shardlm/dtype.h>
+
 namespace shardlm::backends::cpu {
 
 constexpr int64_t flash_max_rows = 48, flash_max_head_dim = 256;
@@ -10,10 +12,10 @@ constexpr int64_t flash_max_rows = 48, flash_max_head_dim = 256;
 // outputs[r] = softmax over the visible keys of (queries[r] . keys[t] * scale) . values[t],
 // for rows <= flash_max_rows; row r sees keys up to positions[r] (and only the last
 // sliding_window of them when > 0); a negative position is padding and gets zeros.
-// keys, values: [cache positions, head_dim] of one KV head.
+// keys, values: [cache positions, head_dim] of one KV head, of `cache_dtype` (f32 or bf16).
 using FlashBlockKernel = void (*)(const float* const* queries, const int32_t* positions, int64_t rows,
-                                  const float* keys, const float* values, int64_t head_dim, float scale,
-                                  int64_t sliding_window, float* const* outputs);
+                                  const void* keys, const void* values, DType cache_dtype, int64_t head_dim,
+                                  float scale, int64_t sliding_window, float* const* outputs);
 
 // The AVX2 kernel when this CPU has AVX2/FMA/F16C and head_dim is a multiple of 16 up
 // to flash_max_head_dim; otherwise nullptr.

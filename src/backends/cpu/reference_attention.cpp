@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "backends/cpu/reference_kernels.h"
+#include "core/dtype.h"
 
 namespace shardlm::backends::reference {
 
@@ -11,7 +12,8 @@ void kv_cache_write(const Tensor& cache, const Tensor& entries, const Tensor& po
   const int64_t batch = entries.shape()[0], seq = entries.shape()[1], kv_heads = entries.shape()[2];
   const int64_t head_dim = entries.shape()[3], max_cache_len = cache.shape()[2];
   const int32_t* position = positions.data<int32_t>();
-  float* destination = cache.mutable_data<float>();
+  const size_t element = dtype_size(cache.dtype());
+  auto* destination = static_cast<std::byte*>(cache.mutable_raw());
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t s = 0; s < seq; ++s) {
       const int32_t p = position[b * seq + s];
@@ -19,8 +21,9 @@ void kv_cache_write(const Tensor& cache, const Tensor& entries, const Tensor& po
       SHARDLM_CHECK(p < max_cache_len, "position ", p, " is outside the KV cache (max_cache_len ",
                     max_cache_len, ")");
       for (int64_t h = 0; h < kv_heads; ++h)
-        std::memcpy(destination + ((b * kv_heads + h) * max_cache_len + p) * head_dim,
-                    entries.data<float>() + ((b * seq + s) * kv_heads + h) * head_dim, head_dim * sizeof(float));
+        convert_from_f32(entries.data<float>() + ((b * seq + s) * kv_heads + h) * head_dim,
+                         destination + ((b * kv_heads + h) * max_cache_len + p) * head_dim * element, cache.dtype(),
+                         static_cast<size_t>(head_dim));
     }
 }
 
@@ -46,12 +49,13 @@ void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, co
                       " is outside the KV cache (max_cache_len ", max_cache_len, ")");
         const int64_t first = sliding_window > 0 ? std::max<int64_t>(0, visible - sliding_window) : 0;
         const float* query = q.data<float>() + ((b * seq + s) * heads + h) * head_dim;
-        const float* keys = k_cache.data<float>() + (b * kv_heads + h / group) * max_cache_len * head_dim;
-        const float* values = v_cache.data<float>() + (b * kv_heads + h / group) * max_cache_len * head_dim;
+        const int64_t cache_row = (b * kv_heads + h / group) * max_cache_len;  // of [.., max_cache_len, head_dim]
+        const auto key = [&](int64_t t, int64_t d) { return load_f32(k_cache, (cache_row + t) * head_dim + d); };
+        const auto value = [&](int64_t t, int64_t d) { return load_f32(v_cache, (cache_row + t) * head_dim + d); };
         float maximum = -INFINITY;
         for (int64_t t = first; t < visible; ++t) {
           float dot = 0;
-          for (int64_t d = 0; d < head_dim; ++d) dot += query[d] * keys[t * head_dim + d];
+          for (int64_t d = 0; d < head_dim; ++d) dot += query[d] * key(t, d);
           scores[t] = dot * scale;
           maximum = std::max(maximum, scores[t]);
         }
@@ -59,7 +63,7 @@ void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, co
         for (int64_t t = first; t < visible; ++t) sum += scores[t] = std::exp(scores[t] - maximum);
         for (int64_t d = 0; d < head_dim; ++d) {
           float acc = 0;
-          for (int64_t t = first; t < visible; ++t) acc += scores[t] * values[t * head_dim + d];
+          for (int64_t t = first; t < visible; ++t) acc += scores[t] * value(t, d);
           result[d] = acc / sum;
         }
       }
