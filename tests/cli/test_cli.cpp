@@ -97,7 +97,7 @@ TEST(Cli, HelpExplainsEachCommand) {
   EXPECT_EQ(generate.exit_code, 0);
   for (const char* option : {"--model", "--prompt", "--input-ids", "--max-new-tokens", "--temperature", "--top-k",
                              "--top-p", "--min-p", "--repetition-penalty", "--seed", "--greedy", "--dtype",
-                             "--device", "--output", "--stop"})
+                             "--device", "--output", "--stop", "--threads", "--quantize", "--kv-cache-dtype"})
     EXPECT_TRUE(contains(generate.out, option)) << option;
   EXPECT_EQ(run("devices --help").exit_code, 0);
   CommandResult chat = run("chat --help");
@@ -107,6 +107,13 @@ TEST(Cli, HelpExplainsEachCommand) {
   EXPECT_EQ(tokenize.exit_code, 0);
   EXPECT_TRUE(contains(tokenize.out, "--decode") && contains(tokenize.out, "--plain")) << tokenize.out;
   EXPECT_EQ(run("download --help").exit_code, 0);
+  for (const char* command : {"bench", "quantize", "random-model"}) {
+    EXPECT_TRUE(contains(top.out, command)) << command;
+    EXPECT_EQ(run(std::string(command) + " --help").exit_code, 0) << command;
+  }
+  CommandResult bench = run("bench --help");
+  for (const char* option : {"--prompt-tokens", "--gen-tokens", "--repetitions", "--threads", "--output"})
+    EXPECT_TRUE(contains(bench.out, option)) << option;
 }
 
 TEST(Cli, BatchOfPromptsPrintsOneLinePerPrompt) {
