@@ -33,7 +33,10 @@ AutoModelForCausalLM AutoModelForCausalLM::from_pretrained(const std::string& pa
   impl->config = io::load_model_config(files);
   impl->backend = backends::create_backend(options.device_map, options.threads);
   impl->checkpoint = io::Checkpoint::open(files);
-  impl->model = models::create_causal_lm(impl->config, impl->checkpoint, {.dtype = options.dtype, .quantize_int8 = options.quantize == "int8", .kv_cache_dtype = options.kv_cache_dtype});
+  impl->model = models::create_causal_lm(impl->config, impl->checkpoint,
+                                         {.dtype = options.dtype,
+                                          .quantize_int8 = options.quantize == "int8",
+                                          .kv_cache_dtype = options.kv_cache_dtype});
   impl->generator = std::make_unique<generation::Generator>(*impl->model, *impl->backend,
                                                             io::load_generation_config(files, impl->config));
   log::info(str_cat("loaded ", impl->config.architectures.front(), " from ", files.location(), " on ",

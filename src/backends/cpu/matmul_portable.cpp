@@ -28,8 +28,9 @@ void rows_times_weight(const float* x, int64_t rows, const WeightView& w, int64_
   thread_local std::vector<float> widened;  // grows to the widest row seen, then stays
   if (widened.size() < static_cast<size_t>(w.in)) widened.resize(static_cast<size_t>(w.in));
   for (int64_t o = o_begin; o < o_end; ++o) {
-    const float* weight_row = w.data && w.dtype == DType::f32 ? static_cast<const float*>(w.data) + o * w.in
-                                                              : (widen_row(w, o, widened.data()), widened.data());
+    const float* weight_row = widened.data();
+    if (w.dtype == DType::f32) weight_row = static_cast<const float*>(w.data) + o * w.in;
+    else widen_row(w, o, widened.data());
     for (int64_t r = 0; r < rows; ++r) out[r * stride + o] = dot(x + r * w.in, weight_row, w.in);
   }
 }
