@@ -38,6 +38,13 @@ ByteRegion map_file(const std::string& path) {
   return {std::move(owner), {static_cast<const std::byte*>(address), size}};
 }
 
+void release_mapped_pages(const void* data, size_t bytes) {
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto begin = reinterpret_cast<uintptr_t>(data), end = begin + bytes;
+  const uintptr_t first = (begin + page - 1) / page * page, last = end / page * page;
+  if (first < last) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);  // advice only
+}
+
 ModelFiles ModelFiles::directory(const std::string& path) {
   std::error_code error;
   if (!std::filesystem::is_directory(path, error))

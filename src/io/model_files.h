@@ -20,6 +20,12 @@ struct ByteRegion {
 // Maps a whole file read-only. Throws shardlm::Error naming the path and the OS error.
 ByteRegion map_file(const std::string& path);
 
+// Drops the resident pages that lie wholly inside [data, data + bytes) of a read-only
+// file mapping once a converted copy has replaced them: the memory of `--dtype` or
+// `--quantize` is then the converted weights, not those plus the file's pages. The
+// bytes stay readable (a later read faults them back in from the file).
+void release_mapped_pages(const void* data, size_t bytes);
+
 class ModelFiles {
  public:
   static ModelFiles directory(const std::string& path);

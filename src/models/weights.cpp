@@ -1,6 +1,7 @@
 #include "models/weights.h"
 
 #include "core/quantize.h"
+#include "io/model_files.h"
 
 namespace shardlm::models {
 
@@ -32,8 +33,10 @@ Tensor WeightLoader::require(const std::string& name, const Shape& expected) {
     if (!is_floating(tensor.dtype()))
       fail("tensor '", name, "' is ", dtype_name(tensor.dtype()),
            "; weights must be float32, bfloat16, float16, or int8 with block scales");
+    const Tensor stored = tensor;
     if (options_.dtype && *options_.dtype != tensor.dtype()) tensor = tensor.to_dtype(*options_.dtype);
     if (options_.quantize_int8 && quantizable(tensor.shape())) tensor = quantize_int8(tensor);
+    if (tensor.raw() != stored.raw()) io::release_mapped_pages(stored.raw(), stored.nbytes());
   }
   if (!matrix_dtype_ && tensor.shape().rank() == 2) matrix_dtype_ = tensor.dtype();
   loaded_bytes_ += tensor.nbytes() + (tensor.quantized() ? tensor.block_scales().nbytes() : 0);
