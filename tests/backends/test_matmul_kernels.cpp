@@ -1,8 +1,9 @@
 // Every matmul table this CPU runs (portable, AVX2), both entries, every weight dtype,
 // against the scalar reference linear. Shapes cover each loop's tail: rows around the
-// 4-row gemv and 6-row micro-kernel groups, in past the 256-element k block and not a
-// multiple of 8, out past the 64-column block and not a multiple of 16. Tolerance:
-// 2e-5 of the largest output (f32 sums in another order).
+// 4-row gemv and 6-row micro-kernel groups, in past the 256-element k block (and the
+// portable table's 1024-element chunk) and not a multiple of 8, out past the 64-column
+// block and not a multiple of 16. Tolerance: 2e-5 of the largest output (f32 sums in
+// another order).
 #include <gtest/gtest.h>
 
 #include "backends/cpu/matmul_kernels.h"
@@ -32,7 +33,7 @@ std::vector<Case> cases() {
   std::vector<Case> all;
   for (DType dtype : {DType::f32, DType::bf16, DType::f16, DType::i8})
     for (int64_t rows : {1, 2, 3, 4, 5, 7, 13})
-      for (int64_t in : {67, 96, 544}) {
+      for (int64_t in : {67, 96, 544, 1056}) {  // 1056: two portable widening chunks
         if (dtype == DType::i8 && in % Tensor::quant_block) continue;
         for (int64_t out_features : {45, 130}) all.push_back({dtype, rows, in, out_features});
       }

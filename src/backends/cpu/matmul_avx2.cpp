@@ -146,17 +146,12 @@ void gemv_typed(const float* x, int64_t rows, const WeightView& w, int64_t o_beg
   }
 }
 
-struct AlignedFree {
-  void operator()(float* p) const { std::free(p); }
-};
-
 template <DType D>
 void gemm_typed(const float* x, int64_t rows, const WeightView& w, int64_t o_begin, int64_t o_end, float* out,
                 int64_t stride) {
-  // Per-thread packing buffer, allocated on a thread's first gemm and kept.
-  thread_local std::unique_ptr<float, AlignedFree> packed_buffer(
-      static_cast<float*>(std::aligned_alloc(64, sizeof(float) * k_block * column_block)));
-  float* packed = packed_buffer.get();
+  // On the stack (64 KB): pool workers take tasks in no fixed order, and a per-thread
+  // heap buffer would be allocated whenever a worker first meets a gemm, warm or not.
+  alignas(64) float packed[k_block * column_block];
   const int64_t in = w.in;
   for (int64_t n0 = o_begin; n0 < o_end; n0 += column_block) {
     const int64_t columns = std::min(column_block, o_end - n0);

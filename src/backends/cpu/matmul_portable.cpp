@@ -1,6 +1,7 @@
 // The portable matmul table: every weight row widened to f32 once, then dotted with
 // each input row on 8-lane vectors (GCC vector extensions: SSE2 on baseline x86-64).
 // It serves CPUs without AVX2 and is the second table the consistency tests run.
+#include <algorithm>
 #include <vector>
 
 #include "backends/cpu/matmul_kernels.h"
@@ -10,28 +11,36 @@
 namespace shardlm::backends::cpu {
 namespace {
 
-void widen_row(const WeightView& w, int64_t row, float* destination) {
+// Rows are widened a chunk at a time into a stack buffer: no heap, whatever `in` is.
+constexpr int64_t chunk = 1024;  // a multiple of the quantization block
+
+// Elements [k0, k0 + count) of weight row `row` as f32.
+void widen_chunk(const WeightView& w, int64_t row, int64_t k0, int64_t count, float* destination) {
   const size_t element_bytes = dtype_size(w.dtype);
-  const std::byte* source = static_cast<const std::byte*>(w.data) + row * w.in * static_cast<int64_t>(element_bytes);
+  const std::byte* source =
+      static_cast<const std::byte*>(w.data) + (row * w.in + k0) * static_cast<int64_t>(element_bytes);
   if (w.dtype != DType::i8) {
-    convert_to_f32(source, w.dtype, destination, static_cast<size_t>(w.in));
+    convert_to_f32(source, w.dtype, destination, static_cast<size_t>(count));
     return;
   }
   const auto* values = reinterpret_cast<const int8_t*>(source);
   const uint16_t* scales = w.block_scales + row * (w.in / Tensor::quant_block);
-  for (int64_t k = 0; k < w.in; ++k)
-    destination[k] = static_cast<float>(values[k]) * f16_to_f32(scales[k / Tensor::quant_block]);
+  for (int64_t k = 0; k < count; ++k)
+    destination[k] = static_cast<float>(values[k]) * f16_to_f32(scales[(k0 + k) / Tensor::quant_block]);
 }
 
 void rows_times_weight(const float* x, int64_t rows, const WeightView& w, int64_t o_begin, int64_t o_end, float* out,
                        int64_t stride) {
-  thread_local std::vector<float> widened;  // grows to the widest row seen, then stays
-  if (widened.size() < static_cast<size_t>(w.in)) widened.resize(static_cast<size_t>(w.in));
+  float widened[chunk];
   for (int64_t o = o_begin; o < o_end; ++o) {
-    const float* weight_row = widened.data();
-    if (w.dtype == DType::f32) weight_row = static_cast<const float*>(w.data) + o * w.in;
-    else widen_row(w, o, widened.data());
-    for (int64_t r = 0; r < rows; ++r) out[r * stride + o] = dot(x + r * w.in, weight_row, w.in);
+    for (int64_t r = 0; r < rows; ++r) out[r * stride + o] = 0;
+    for (int64_t k0 = 0; k0 < w.in; k0 += chunk) {
+      const int64_t count = std::min(chunk, w.in - k0);
+      const float* weight_part = widened;
+      if (w.dtype == DType::f32) weight_part = static_cast<const float*>(w.data) + o * w.in + k0;
+      else widen_chunk(w, o, k0, count, widened);
+      for (int64_t r = 0; r < rows; ++r) out[r * stride + o] += dot(x + r * w.in + k0, weight_part, count);
+    }
   }
 }
 
