@@ -10,9 +10,21 @@
 #include <vector>
 
 #include "backends/cpu/reference_kernels.h"
+#include "core/error.h"
 #include "core/tensor.h"
 
 namespace shardlm::testing {
+
+// The message of the shardlm::Error that `action` throws, or "(no error)".
+template <typename Action>
+std::string error_of(Action action) {
+  try {
+    action();
+  } catch (const Error& error) {
+    return error.what();
+  }
+  return "(no error)";
+}
 
 inline std::string data_path(const std::string& relative) { return std::string(SHARDLM_TEST_DATA_DIR) + "/" + relative; }
 

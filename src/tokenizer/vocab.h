@@ -38,6 +38,22 @@ inline uint64_t hash_bytes(std::string_view s) {
   return h | 1;
 }
 
+// Moves the occupied slots (hash != 0) of an open-addressing table into `capacity`
+// (a power of two) slots by linear probing; returns the new index mask.
+template <typename Slot>
+size_t rehash_slots(std::vector<Slot>& slots, size_t capacity) {
+  std::vector<Slot> old = std::move(slots);
+  slots.assign(capacity, Slot{});
+  const size_t mask = capacity - 1;
+  for (const Slot& slot : old) {
+    if (slot.hash == 0) continue;
+    size_t i = slot.hash & mask;
+    while (slots[i].hash != 0) i = (i + 1) & mask;
+    slots[i] = slot;
+  }
+  return mask;
+}
+
 struct StringHash {
   using is_transparent = void;
   size_t operator()(std::string_view s) const { return static_cast<size_t>(hash_bytes(s)); }
@@ -86,17 +102,7 @@ class WordCache {
     uint64_t hash = 0;
     uint32_t key_offset = 0, key_length = 0, ids_offset = 0, ids_length = 0;
   };
-  void grow() {
-    std::vector<Slot> old = std::move(slots_);
-    slots_.assign(old.empty() ? 1024 : old.size() * 2, Slot{});
-    mask_ = slots_.size() - 1;
-    for (const Slot& slot : old) {
-      if (slot.hash == 0) continue;
-      size_t i = slot.hash & mask_;
-      while (slots_[i].hash != 0) i = (i + 1) & mask_;
-      slots_[i] = slot;
-    }
-  }
+  void grow() { mask_ = rehash_slots(slots_, slots_.empty() ? 1024 : slots_.size() * 2); }
   std::vector<Slot> slots_;
   size_t mask_ = 0;
   size_t size_ = 0;
@@ -160,17 +166,7 @@ class TokenMap {
     arena_.append(key);
     ++size_;
   }
-  void rehash(size_t capacity) {
-    std::vector<Slot> old = std::move(slots_);
-    slots_.assign(capacity, Slot{});
-    mask_ = capacity - 1;
-    for (const Slot& slot : old) {
-      if (slot.hash == 0) continue;
-      size_t i = slot.hash & mask_;
-      while (slots_[i].hash != 0) i = (i + 1) & mask_;
-      slots_[i] = slot;
-    }
-  }
+  void rehash(size_t capacity) { mask_ = rehash_slots(slots_, capacity); }
   std::vector<Slot> slots_;
   size_t mask_ = 0;
   size_t size_ = 0;

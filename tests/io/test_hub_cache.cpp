@@ -13,6 +13,7 @@
 #include "io/hub/hub_settings.h"
 #include "io/model_resolution.h"
 #include "io/hub_test_environment.h"
+#include "test_util.h"
 
 namespace shardlm::testing {
 namespace {
@@ -22,14 +23,6 @@ using io::hub::RepoCache;
 constexpr const char* repo_id = "tiny-org/qwen3-tiny";
 constexpr const char* commit = "0123456789abcdef0123456789abcdef01234567";
 
-std::string error_of(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  return "(no error)";
-}
 
 void write(const fs::path& path, const std::string& contents) {
   fs::create_directories(path.parent_path());

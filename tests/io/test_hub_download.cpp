@@ -8,6 +8,7 @@
 #include "io/hub/checkpoint_files.h"
 #include "io/hub/snapshot_download.h"
 #include "io/hub_test_environment.h"
+#include "test_util.h"
 #include "io/model_resolution.h"
 
 namespace shardlm::testing {
@@ -17,14 +18,6 @@ namespace fs = std::filesystem;
 constexpr const char* repo_id = "tiny-org/qwen3-tiny";
 constexpr const char* repo_folder = "models--tiny-org--qwen3-tiny";
 
-std::string error_of(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  return "(no error)";
-}
 
 class HubDownloadTest : public HubTest {
  protected:

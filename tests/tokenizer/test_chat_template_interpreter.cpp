@@ -7,15 +7,19 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/jinja_lexer.h"
 #include "tokenizer/jinja_value.h"
+#include "test_util.h"
 
 namespace shardlm::tokenizer {
 namespace {
+
+using ::shardlm::testing::error_of;
 
 using nlohmann::ordered_json;
 
@@ -28,16 +32,6 @@ std::string render(const std::string& source, ordered_json variables = ordered_j
   return ChatTemplate::parse(source, "test.jinja").render(messages, options);
 }
 
-// The message of the Error that `action` throws, or a marker when it throws none.
-template <typename Action>
-std::string error_of(Action action) {
-  try {
-    action();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
 
 std::string parse_error(const std::string& source) {
   return error_of([&] { ChatTemplate::parse(source, "test.jinja"); });
