@@ -6,20 +6,14 @@
 #   bash bench/cpu_matrix.sh [work-dir] [repetitions]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-work=${1:-/tmp/shardlm-bench}
-repetitions=${2:-3}
-shardlm=build/bin/shardlm
-cmake --build build --target shardlm_cli roofline >/dev/null
-mkdir -p "$work"
-[ -f "$work/qwen3-0.6b-bf16/model.safetensors" ] ||
-  "$shardlm" random-model --config bench/qwen3-0.6b-config.json --output "$work/qwen3-0.6b-bf16" --dtype bf16 >&2
+source bench/qwen3_shape_model.sh
 for threads in 1 2; do
   limits=$(build/bench/roofline "$threads")
   echo "$limits"
   bandwidth=$(echo "$limits" | sed 's/.*"read_bandwidth_gbs": \([0-9.]*\).*/\1/')
   peak=$(echo "$limits" | sed 's/.*"fma_peak_gflops": \([0-9.]*\).*/\1/')
   for weights in "--dtype float32" "--dtype bfloat16" "--dtype float16" "--quantize int8"; do
-    "$shardlm" bench --model "$work/qwen3-0.6b-bf16" $weights --threads "$threads" -p 512 -n 128 --tg-prompt 64 \
+    "$shardlm" bench --model "$model" $weights --threads "$threads" -p 512 -n 128 --tg-prompt 64 \
       -r "$repetitions" --bandwidth-gbs "$bandwidth" --fma-peak-gflops "$peak" --output json
   done
 done

@@ -15,12 +15,12 @@
 
 namespace shardlm::testing {
 
-// The message of the shardlm::Error that `action` throws, or "(no error)".
-template <typename Action>
+// The message of the `Exception` (a shardlm::Error by default) that `action` throws, or "(no error)".
+template <typename Exception = Error, typename Action>
 std::string error_of(Action action) {
   try {
     action();
-  } catch (const Error& error) {
+  } catch (const Exception& error) {
     return error.what();
   }
   return "(no error)";

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -15,6 +16,19 @@
 #include <shardlm/generation_config.h>
 
 namespace shardlm {
+
+// Tensor parallelism as transformers' DistributedConfig: one process per device, started
+// by `shardlm launch` or mpirun, each loading only its shard of every split weight.
+struct DistributedConfig {
+  // Processes the model is split over; must equal the job's process count.
+  int tp_size = 1;
+  // Rules over the architecture's default plan: a parameter or module name, layer indices
+  // written as `*` ("model.layers.*.self_attn.q_proj"), to a style ("colwise", "rowwise",
+  // "colwise_gather_output", "rowwise_split_input", "replicate", "embedding_rowwise",
+  // "packed_colwise", "packed_rowwise", or transformers' aliases "colwise_rep",
+  // "rowwise_rep", "replicated_with_grad_allreduce").
+  std::map<std::string, std::string> tp_plan{};
+};
 
 struct PretrainedOptions {
   // Convert weights to this dtype while loading; unset keeps the stored dtype
@@ -33,6 +47,8 @@ struct PretrainedOptions {
   // The KV cache's element type, float32 or bfloat16; unset: bfloat16 for 16-bit or
   // int8 weights (half the cache memory), float32 for float32 weights.
   std::optional<DType> kv_cache_dtype{};
+  // Tensor parallelism; unset (or tp_size 1): the whole model in this process.
+  std::optional<DistributedConfig> distributed_config{};
 };
 
 // Called for every generated token of input row `row` with the text it completes
@@ -64,6 +80,9 @@ class AutoModelForCausalLM {
     double time_to_first_token_s = 0, prefill_tokens_per_s = 0, decode_tokens_per_s = 0;
     int64_t compiles = 0;
     size_t arena_bytes = 0, kv_cache_bytes = 0;
+    // Seconds of this rank in tensor-parallel collectives, during prefill and decode.
+    double prefill_communication_s = 0, decode_communication_s = 0;
+    int64_t decode_tokens = 0;
   };
   Stats last_stats() const;
 
@@ -71,8 +90,13 @@ class AutoModelForCausalLM {
   const GenerationConfig& generation_config() const;
   std::string architecture() const;
   std::string device() const;
-  // Bytes of the weights as loaded (after any dtype conversion or quantization).
+  // Bytes of the weights as loaded (after any dtype conversion or quantization); under
+  // tensor parallelism, this rank's.
   size_t weight_bytes() const;
+  // This process's rank in the tensor-parallel group and the group's size (0 and 1 alone).
+  int tp_rank() const;
+  int tp_size() const;
+
 
   struct Impl;
   Impl& impl() { return *impl_; }

@@ -13,6 +13,13 @@ class Error : public std::runtime_error {
   explicit Error(const std::string& message) : std::runtime_error(message) {}
 };
 
+// An error that every process of a tensor-parallel job raised together (they agreed on it
+// through their process group), so none of them is left waiting for the others.
+class JobError : public Error {
+ public:
+  using Error::Error;
+};
+
 // Concatenates any streamable values: str_cat("tensor ", name, " has ", n, " dims").
 template <typename... Parts>
 std::string str_cat(const Parts&... parts) {

@@ -28,19 +28,33 @@ AutoModelForCausalLM AutoModelForCausalLM::from_pretrained(const std::string& pa
     fail("dtype ", dtype_name(*options.dtype), " cannot hold weights: use float32, bfloat16 or float16");
   if (!options.quantize.empty() && options.quantize != "int8")
     fail("quantize '", options.quantize, "' is not supported: use \"int8\" or leave it empty");
-  io::ModelFiles files = io::resolve_model(path_or_id, {.revision = options.revision});
+  parallel::TensorParallel tensor_parallel = api::join_tensor_parallel(options.distributed_config);
   auto impl = std::make_shared<Impl>();
-  impl->config = io::load_model_config(files);
-  impl->backend = backends::create_backend(options.device_map, options.threads);
-  impl->checkpoint = io::Checkpoint::open(files);
-  impl->model = models::create_causal_lm(impl->config, impl->checkpoint,
-                                         {.dtype = options.dtype,
-                                          .quantize_int8 = options.quantize == "int8",
-                                          .kv_cache_dtype = options.kv_cache_dtype});
-  impl->generator = std::make_unique<generation::Generator>(*impl->model, *impl->backend,
-                                                            io::load_generation_config(files, impl->config));
-  log::info(str_cat("loaded ", impl->config.architectures.front(), " from ", files.location(), " on ",
-                    impl->backend->name(), ": ", impl->model->weight_bytes(), " weight bytes"));
+  // Under tensor parallelism a failure on one rank (a file missing on one host) must end
+  // every rank with its message, not leave the others waiting in a collective.
+  api::on_every_rank(tensor_parallel.group.get(), [&] {
+    io::ModelFiles files = io::resolve_model(path_or_id, {.revision = options.revision});
+    impl->config = io::load_model_config(files);
+    const int ranks_on_host = tensor_parallel.group ? tensor_parallel.group->local_size() : 1;
+    // One device per rank: a bare "cuda" means the device of this rank's local rank.
+    const std::string device = tensor_parallel.group && options.device_map == "cuda"
+                                   ? str_cat("cuda:", tensor_parallel.group->local_rank())
+                                   : options.device_map;
+    impl->backend = backends::create_backend(device, api::default_threads(options.threads, ranks_on_host));
+    impl->checkpoint = io::Checkpoint::open(files);
+    impl->model = models::create_causal_lm(impl->config, impl->checkpoint,
+                                           {.dtype = options.dtype,
+                                            .quantize_int8 = options.quantize == "int8",
+                                            .kv_cache_dtype = options.kv_cache_dtype},
+                                           tensor_parallel);
+    impl->generator = std::make_unique<generation::Generator>(*impl->model, *impl->backend,
+                                                              io::load_generation_config(files, impl->config));
+    log::info(str_cat("loaded ", impl->config.architectures.front(), " from ", files.location(), " on ",
+                      impl->backend->name(), ": ", impl->model->weight_bytes(), " weight bytes",
+                      impl->model->tp_size() > 1 ? str_cat(" (tp rank ", impl->model->tp_rank(), " of ",
+                                                           impl->model->tp_size(), ")")
+                                                 : std::string()));
+  });
   return AutoModelForCausalLM(std::move(impl));
 }
 
@@ -98,6 +112,9 @@ AutoModelForCausalLM::Stats AutoModelForCausalLM::last_stats() const {
   result.compiles = stats.compiles;
   result.arena_bytes = impl_->generator->arena_bytes();
   result.kv_cache_bytes = impl_->generator->cache_bytes();
+  result.prefill_communication_s = stats.prefill_communication_s;
+  result.decode_communication_s = stats.decode_communication_s;
+  result.decode_tokens = stats.decode_tokens;
   return result;
 }
 
@@ -107,6 +124,8 @@ const GenerationConfig& AutoModelForCausalLM::generation_config() const {
 std::string AutoModelForCausalLM::architecture() const { return impl_->config.architectures.front(); }
 std::string AutoModelForCausalLM::device() const { return impl_->backend->device().to_string(); }
 size_t AutoModelForCausalLM::weight_bytes() const { return impl_->model->weight_bytes(); }
+int AutoModelForCausalLM::tp_rank() const { return impl_->model->tp_rank(); }
+int AutoModelForCausalLM::tp_size() const { return impl_->model->tp_size(); }
 
 namespace accelerator {
 bool is_available() {

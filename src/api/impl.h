@@ -11,6 +11,7 @@
 #include "io/model_resolution.h"
 #include "io/safetensors.h"
 #include "models/causal_lm.h"
+#include "parallel/sharding.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/pretrained_tokenizer.h"
 #include "tokenizer/tokenizer.h"
@@ -34,6 +35,17 @@ struct AutoModelForCausalLM::Impl {
 namespace api {
 // tokenizer.json of a checkpoint adjusted by tokenizer_config.json, and its chat template.
 AutoTokenizer::Impl load_tokenizer(const io::ModelFiles& files);
+
+// The world process group and plan for `config`; no group when tp_size is 1. tp_size must
+// equal the job's process count. Ranks other than 0 log only warnings and errors unless
+// verbose logging is on.
+parallel::TensorParallel join_tensor_parallel(const std::optional<DistributedConfig>& config);
+// `requested` CPU threads, or when 0 this host's hardware threads shared by its ranks
+// (`ranks_on_this_host` processes of a tensor-parallel job).
+int default_threads(int requested, int ranks_on_this_host);
+// Runs `work` on every rank of `group` (or alone when null); when it throws on any rank,
+// every rank throws a JobError with the first failing rank's message.
+void on_every_rank(parallel::ProcessGroup* group, const std::function<void()>& work);
 }  // namespace api
 
 }  // namespace shardlm

@@ -24,8 +24,10 @@ class Backend {
   // The host tensor's data on this device: the tensor itself on the CPU, a copy elsewhere.
   virtual Tensor to_device(const Tensor& host) = 0;
 
-  // table [vocab, hidden] (any float dtype), ids i32 [tokens] -> out f32 [tokens, hidden]
-  virtual void embedding(const Tensor& table, const Tensor& ids, const Tensor& out) = 0;
+  // table [vocab, hidden] (any float dtype) holding the rows of ids first_row..first_row + vocab - 1,
+  // ids i32 [tokens] -> out f32 [tokens, hidden]; ids outside the table give zero rows (the
+  // table is then one rank's vocabulary shard; callers check ids against the whole vocabulary).
+  virtual void embedding(const Tensor& table, const Tensor& ids, int64_t first_row, const Tensor& out) = 0;
   // x f32 [rows, in], weight [out_features, in] (HF layout), bias [out_features] or undefined
   // -> out f32 [rows, out_features]
   virtual void linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& out) = 0;
@@ -63,6 +65,10 @@ class Backend {
   virtual void add(const Tensor& a, const Tensor& b, const Tensor& out) = 0;
   // rows of x f32 [rows, dim] picked by indices i32 [count] -> out [count, dim]
   virtual void gather_rows(const Tensor& x, const Tensor& indices, const Tensor& out) = 0;
+  // destination[:, destination_column + j] = source[:, source_column + j] for j < width;
+  // source, destination f32 [rows, *] with the same rows
+  virtual void copy_columns(const Tensor& source, int64_t source_column, const Tensor& destination,
+                            int64_t destination_column, int64_t width) = 0;
   // Copies between tensors of the same shape and dtype: on this device, to the host, from the host.
   virtual void copy(const Tensor& source, const Tensor& destination) = 0;
   virtual void copy_to_host(const Tensor& source, const Tensor& destination) = 0;

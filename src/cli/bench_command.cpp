@@ -78,7 +78,9 @@ void run(const BenchArguments& args) {
   LoadedModel loaded = load_model(args.model);
   AutoModelForCausalLM& model = loaded.model;
   const io::ModelConfig config = io::load_model_config(loaded.files);
-  const int threads = args.model.threads > 0 ? args.model.threads : static_cast<int>(std::thread::hardware_concurrency());
+  // Per rank: under tensor parallelism a host's cores are shared by its ranks.
+  const int local_ranks = model.tp_size() > 1 ? parallel::world_process_group()->local_size() : 1;
+  const int threads = api::default_threads(args.model.threads, local_ranks);
   const TokenCost cost = token_cost(config, model.weight_bytes());
   std::mt19937 random(1234);
 
@@ -87,7 +89,7 @@ void run(const BenchArguments& args) {
   generation.eos_token_id = std::vector<int64_t>{};  // random weights: run the full length
   generation.max_cache_len = std::max(args.prompt_tokens, args.tg_prompt_tokens + args.generated_tokens) + 1;
 
-  std::vector<double> pp, tg;
+  std::vector<double> pp, tg, tg_communication_ms;
   for (int64_t repetition = -1; repetition < args.repetitions; ++repetition) {  // -1: warm-up (compiles)
     if (args.prompt_tokens > 0) {
       GenerationConfig prefill = generation;
@@ -103,18 +105,25 @@ void run(const BenchArguments& args) {
       decode.prefill_chunk_size = args.prefill_chunk.value_or(args.tg_prompt_tokens);
       model.generate(
           {.input_ids = {random_prompt(args.tg_prompt_tokens, config.vocab_size, random)}, .attention_mask = {}}, decode);
-      if (repetition >= 0) tg.push_back(model.last_stats().decode_tokens_per_s);
+      if (repetition >= 0) {
+        const AutoModelForCausalLM::Stats stats = model.last_stats();
+        tg.push_back(stats.decode_tokens_per_s);
+        tg_communication_ms.push_back(1e3 * stats.decode_communication_s / static_cast<double>(stats.decode_tokens));
+      }
     }
   }
   const size_t peak_rss = peak_resident_bytes();  // before the bandwidth probe's buffer
-  // Measured only when needed and not given (each probe takes a second or two).
-  const double bandwidth = args.bandwidth_gbs ? *args.bandwidth_gbs
+  // Measured only when needed and not given (each probe takes a second or two). Ranks on
+  // one host share its bandwidth: each gets its share of a given figure, and probes at
+  // the same time as the others.
+  if (local_ranks > 1) parallel::world_process_group()->barrier();
+  const double bandwidth = args.bandwidth_gbs ? *args.bandwidth_gbs / local_ranks
                            : args.generated_tokens > 0 ? backends::cpu::measure_read_bandwidth_gbs(threads)
                                                        : 0;
   const double peak = args.fma_peak_gflops ? *args.fma_peak_gflops
                       : args.prompt_tokens > 0 ? backends::cpu::measure_fma_peak_gflops(threads)
                                                : 0;
-  const Spread pp_spread = spread_of(pp), tg_spread = spread_of(tg);
+  const Spread pp_spread = spread_of(pp), tg_spread = spread_of(tg), communication = spread_of(tg_communication_ms);
   const double tg_roofline = bandwidth > 0 ? bandwidth * 1e9 / cost.read_bytes : 0;        // tok/s
   const double pp_roofline = peak > 0 ? peak * 1e9 / cost.matmul_flops : 0;                // tok/s
   const std::string dtype = args.model.quantize.empty() ? (args.model.dtype.empty() ? "as stored" : args.model.dtype)
@@ -123,6 +132,7 @@ void run(const BenchArguments& args) {
       {"model", args.model.model},
       {"weights", dtype},
       {"threads", threads},
+      {"tp_size", model.tp_size()},
       {"weight_bytes", model.weight_bytes()},
       {"peak_rss_bytes", peak_rss},
       {"pp_tokens", args.prompt_tokens},
@@ -132,6 +142,7 @@ void run(const BenchArguments& args) {
       {"tg_tokens", args.generated_tokens},
       {"tg_tok_s", tg_spread.mean},
       {"tg_tok_s_stddev", tg_spread.deviation},
+      {"tg_communication_ms_per_token", communication.mean},
       {"read_bytes_per_token", cost.read_bytes},
       {"matmul_flops_per_token", cost.matmul_flops},
       {"read_bandwidth_gbs", bandwidth},
@@ -144,8 +155,9 @@ void run(const BenchArguments& args) {
     std::printf("%s\n", result.dump().c_str());
     return;
   }
-  std::printf("model %s, weights %s, %d threads, %.3f GB of weights, peak RSS %.3f GB\n", args.model.model.c_str(),
-              dtype.c_str(), threads, model.weight_bytes() / 1e9, peak_rss / 1e9);
+  std::printf("model %s, weights %s, %d threads, %.3f GB of weights, peak RSS %.3f GB%s\n", args.model.model.c_str(),
+              dtype.c_str(), threads, model.weight_bytes() / 1e9, peak_rss / 1e9,
+              model.tp_size() > 1 ? str_cat(" (per rank of tp_size ", model.tp_size(), ")").c_str() : "");
   std::printf("%-8s %12s %10s %s\n", "test", "tok/s", "stddev", "share of the machine's limit");
   if (args.prompt_tokens > 0)
     std::printf("pp%-6lld %12.2f %10.2f %.1f%% of %.1f GFLOP/s FMA peak (%.3f GFLOP/token)\n",
@@ -155,6 +167,8 @@ void run(const BenchArguments& args) {
     std::printf("tg%-6lld %12.2f %10.2f %.1f%% of %.1f GB/s read bandwidth (%.3f GB/token)\n",
                 static_cast<long long>(args.generated_tokens), tg_spread.mean, tg_spread.deviation,
                 result["tg_percent_of_roofline"].get<double>(), bandwidth, cost.read_bytes / 1e9);
+  if (args.generated_tokens > 0 && model.tp_size() > 1)
+    std::printf("tg communication: %.3f ms per token in all-reduce/all-gather (rank 0)\n", communication.mean);
 }
 
 }  // namespace
@@ -180,7 +194,8 @@ void add_bench_command(CLI::App& app) {
                       "Prompt tokens per prefill step (default: the whole prompt in one step)")
       ->check(CLI::PositiveNumber);
   command->add_option("--bandwidth-gbs", args->bandwidth_gbs,
-                      "Memory read bandwidth for the tg roofline (default: measured now, see bench/roofline)");
+                      "Memory read bandwidth of the host for the tg roofline (default: measured now, see "
+                      "bench/roofline); under tensor parallelism each rank on the host counts its share");
   command->add_option("--fma-peak-gflops", args->fma_peak_gflops,
                       "f32 FMA peak for the pp share (default: measured now)");
   command->add_option("--output,-o", args->output, "text, or json (one object)")

@@ -12,5 +12,6 @@ void add_tokenize_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_quantize_command(CLI::App& app);
 void add_random_model_command(CLI::App& app);
+void add_launch_command(CLI::App& app);
 
 }  // namespace shardlm::cli

@@ -1,5 +1,7 @@
 #include "cli/model_options.h"
 
+#include <cstdio>
+
 #include "core/logging.h"
 
 namespace shardlm::cli {
@@ -21,6 +23,13 @@ void add_model_options(CLI::App& command, ModelArguments& args) {
   command.add_option("--threads,-t", args.threads, "CPU threads (default: one per hardware thread)")
       ->check(CLI::NonNegativeNumber);
   command.add_flag("--verbose,-v", args.verbose, "Log what is loaded, and each compile with its key and time");
+  command.add_option("--tp-size", args.tp_size,
+                     "Tensor parallelism: split the model over this many processes, one per device; start them "
+                     "with `shardlm launch --nproc-per-node N -- shardlm ...` or `mpirun -np N shardlm ...`")
+      ->check(CLI::PositiveNumber);
+  command.add_option("--tp-plan", args.tp_plan_file,
+                     "JSON file of tp_plan rules over the architecture's default plan, e.g. "
+                     "{\"model.layers.*.self_attn.q_proj\": \"replicate\"} (docs/TENSOR_PARALLEL.md)");
 }
 
 void add_sampling_options(CLI::App& command, SamplingArguments& args) {
@@ -66,18 +75,33 @@ GenerationConfig to_generation_config(const SamplingArguments& args) {
 
 LoadedModel load_model(const ModelArguments& args) {
   if (args.verbose) log::set_level(log::Level::info);
-  io::ModelFiles files = io::resolve_model(args.model, {.revision = args.revision});
-  // The loaders get the resolved directory, so tokenizer and weights come from one snapshot.
-  const std::string model_path = files.is_embedded() ? args.model : files.location();
+  DistributedConfig distributed{.tp_size = args.tp_size};
+  std::optional<io::ModelFiles> resolved;
   std::optional<AutoTokenizer> tokenizer;
-  if (files.exists("tokenizer.json")) tokenizer = AutoTokenizer::from_pretrained(model_path);
+  std::string model_path;
+  // Every rank resolves and reads the tokenizer itself; one rank's failure ends them all.
+  api::on_every_rank(args.tp_size > 1 ? parallel::world_process_group().get() : nullptr, [&] {
+    if (!args.tp_plan_file.empty()) {
+      if (args.tp_size == 1) fail("--tp-plan needs --tp-size above 1");
+      const parallel::TpPlan plan = parallel::TpPlan::from_json_file(args.tp_plan_file);
+      for (const auto& [key, style] : plan.rules())
+        distributed.tp_plan[key] = parallel::shard_style_name(style);
+    }
+    resolved = io::resolve_model(args.model, {.revision = args.revision});
+    // The loaders get the resolved directory, so tokenizer and weights come from one snapshot.
+    model_path = resolved->is_embedded() ? args.model : resolved->location();
+    if (resolved->exists("tokenizer.json")) tokenizer = AutoTokenizer::from_pretrained(model_path);
+  });
+  io::ModelFiles files = std::move(*resolved);
   PretrainedOptions options;
+  options.distributed_config = distributed;
   options.device_map = args.device;
   if (!args.dtype.empty()) options.dtype = parse_dtype(args.dtype);
   options.threads = args.threads;
   options.quantize = args.quantize;
   if (!args.kv_cache_dtype.empty()) options.kv_cache_dtype = parse_dtype(args.kv_cache_dtype);
   AutoModelForCausalLM model = AutoModelForCausalLM::from_pretrained(model_path, options);
+  if (model.tp_rank() != 0 && !std::freopen("/dev/null", "w", stdout)) fail("cannot silence stdout of rank ", model.tp_rank());
   return {std::move(files), std::move(tokenizer), std::move(model)};
 }
 

@@ -18,6 +18,8 @@ struct ModelArguments {
   std::string dtype, device = "cpu", quantize, kv_cache_dtype;
   int threads = 0;
   bool verbose = false;
+  int tp_size = 1;
+  std::string tp_plan_file;
 };
 
 struct SamplingArguments {
@@ -38,9 +40,11 @@ struct LoadedModel {
   io::ModelFiles files;
   std::optional<AutoTokenizer> tokenizer;  // when the checkpoint has tokenizer.json
   AutoModelForCausalLM model;
+  bool prints_output() const { return model.tp_rank() == 0; }
 };
 // Resolves the model once (a model id costs one round of hub requests), then loads
-// the tokenizer (if any) and the weights from the same files.
+// the tokenizer (if any) and the weights from the same files. Under tensor parallelism
+// only rank 0 keeps stdout: the other ranks' generated text goes nowhere.
 LoadedModel load_model(const ModelArguments& args);
 
 }  // namespace shardlm::cli

@@ -129,7 +129,9 @@ graph::CompileKey Generator::key_for(const char* phase, int64_t batch, int64_t t
           .logit_rows = logit_rows,
           .max_cache_len = cache_.max_cache_len,
           .dtype = DType::f32,
-          .device = backend_.device()};
+          .device = backend_.device(),
+          .tp_rank = model_.tp_rank(),
+          .tp_size = model_.tp_size()};
 }
 
 Generator::StepSlot Generator::make_slot(const graph::CompileKey& key) const {
@@ -300,8 +302,11 @@ std::vector<GenerationResult> Generator::generate(const std::vector<std::vector<
     }
   };
 
+  parallel::ProcessGroup& group = model_.process_group();
+  const double communication_before = group.communication_seconds();
   std::vector<std::vector<float>> first_logits = prefill(prompts);
   stats_.prefill_s = seconds_since(start);
+  stats_.prefill_communication_s = group.communication_seconds() - communication_before;
   for (const auto& prompt : prompts) stats_.prefill_tokens += static_cast<int64_t>(prompt.size());
   for (size_t r = 0; r < rows.size(); ++r) advance(r, first_logits[r], 0);
   stats_.time_to_first_token_s = seconds_since(start);
@@ -329,6 +334,8 @@ std::vector<GenerationResult> Generator::generate(const std::vector<std::vector<
     }
   }
   stats_.decode_s = seconds_since(decode_start);
+  stats_.decode_communication_s =
+      group.communication_seconds() - communication_before - stats_.prefill_communication_s;
   stats_.compiles = compiles() - compiles_before;
 
   std::vector<GenerationResult> results;

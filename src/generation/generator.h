@@ -64,6 +64,8 @@ struct GenerationStats {
   double prefill_s = 0;
   int64_t decode_tokens = 0;
   double decode_s = 0;
+  // Of prefill_s and decode_s: seconds in tensor-parallel collectives.
+  double prefill_communication_s = 0, decode_communication_s = 0;
 };
 
 struct ExecutionOptions {

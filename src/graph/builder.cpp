@@ -16,14 +16,14 @@ const Tensor& Builder::tensor(Value value) const {
 Value Builder::record(Node node, Shape output_shape) {
   if (node.kind != OpKind::kv_cache_write) {
     ValueInfo output{.shape = std::move(output_shape)};
-    if (node.kind == OpKind::reshape) output.alias_of = node.inputs[0];
+    if (node.kind == OpKind::reshape || node.kind == OpKind::all_reduce) output.alias_of = node.inputs[0];
     graph_.values.push_back(std::move(output));
     node.output = static_cast<int32_t>(graph_.values.size() - 1);
   }
   if (mode_ == BuildMode::eager) {
     std::vector<Tensor>& scratch = eager_tensors_;
     ValueInfo* out = node.output >= 0 ? &graph_.values[node.output] : nullptr;
-    if (out && node.kind == OpKind::reshape) {
+    if (out && (node.kind == OpKind::reshape || node.kind == OpKind::all_reduce)) {
       out->tensor = graph_.values[node.inputs[0]].tensor.reshape(out->shape);
     } else if (out) {
       out->tensor = backend_.allocate(out->shape, DType::f32);
@@ -42,11 +42,12 @@ void Builder::shape_error(const char* op, const std::string& detail) const {
   fail("graph: ", op, ": ", detail, " (a model/config mismatch: check config.json against the checkpoint)");
 }
 
-Value Builder::embedding(Value table, Value ids) {
+Value Builder::embedding(Value table, Value ids, int64_t first_row) {
   const Shape& table_shape = shape(table);
   if (table_shape.rank() != 2) shape_error("embedding", "table must be [vocab, hidden], got " + table_shape.to_string());
   if (graph_.values[ids.index].dtype != DType::i32) shape_error("embedding", "ids must be int32");
-  return record({.kind = OpKind::embedding, .inputs = {table.index, ids.index}}, {shape(ids).numel(), table_shape[1]});
+  return record({.kind = OpKind::embedding, .inputs = {table.index, ids.index}, .first_row = first_row},
+                {shape(ids).numel(), table_shape[1]});
 }
 
 Value Builder::linear(Value x, Value weight, Value bias) {
@@ -117,6 +118,34 @@ Value Builder::add(Value a, Value b) {
 Value Builder::gather_rows(Value x, Value indices) {
   if (shape(x).rank() != 2) shape_error("gather_rows", "input must be [rows, dim]");
   return record({.kind = OpKind::gather_rows, .inputs = {x.index, indices.index}}, {shape(indices).numel(), shape(x)[1]});
+}
+
+Value Builder::all_reduce(Value x, parallel::ProcessGroup& group) {
+  if (graph_.values[x.index].bound) shape_error("all_reduce", "cannot sum a bound tensor in place");
+  return record({.kind = OpKind::all_reduce, .inputs = {x.index}, .group = &group}, shape(x));
+}
+
+Value Builder::all_gather(Value x, parallel::ProcessGroup& group, std::vector<int64_t> counts) {
+  const Shape& x_shape = shape(x);
+  if (x_shape.rank() != 2 || static_cast<int>(counts.size()) != group.size() || counts[group.rank()] != x_shape[1])
+    shape_error("all_gather", "input " + x_shape.to_string() + " is not this rank's share of the gathered columns");
+  int64_t total = 0;
+  for (int64_t count : counts) total += count;
+  return record({.kind = OpKind::all_gather, .inputs = {x.index}, .sizes = std::move(counts), .group = &group},
+                {x_shape[0], total});
+}
+
+Value Builder::slice_columns(Value x, const parallel::Segments& segments) {
+  const Shape& x_shape = shape(x);
+  std::vector<int64_t> bounds;
+  for (const auto& [begin, end] : segments.ranges) {
+    if (x_shape.rank() != 2 || begin < 0 || end <= begin || end > x_shape[1])
+      shape_error("slice_columns", "columns [" + std::to_string(begin) + ", " + std::to_string(end) + ") of " +
+                                       x_shape.to_string());
+    bounds.insert(bounds.end(), {begin, end});
+  }
+  return record({.kind = OpKind::slice_columns, .inputs = {x.index}, .sizes = std::move(bounds)},
+                {x_shape[0], segments.size()});
 }
 
 }  // namespace shardlm::graph

@@ -12,6 +12,7 @@
 #include "backends/backend.h"
 #include "core/tensor.h"
 #include "graph/graph.h"
+#include "parallel/sharding.h"
 
 namespace shardlm::graph {
 
@@ -33,8 +34,9 @@ class Builder {
   // Eager mode: the tensor behind a value, computed already.
   const Tensor& tensor(Value value) const;
 
-  // table [vocab, hidden], ids i32 [tokens] -> [tokens, hidden]
-  Value embedding(Value table, Value ids);
+  // table [vocab, hidden], ids i32 [tokens] -> [tokens, hidden]. A vocabulary shard holds
+  // the rows of ids first_row..first_row + vocab - 1; other ids give zero rows.
+  Value embedding(Value table, Value ids, int64_t first_row = 0);
   // x [rows, in], weight [out, in], optional bias [out] -> [rows, out]
   Value linear(Value x, Value weight, Value bias = {});
   // x [..., dim], weight [dim] -> [..., dim]
@@ -52,6 +54,14 @@ class Builder {
   Value add(Value a, Value b);
   // x [rows, dim], indices i32 [count] -> [count, dim]
   Value gather_rows(Value x, Value indices);
+
+  // Collectives over `group` (which must outlive the graph).
+  // x f32 [rows, dim] -> the same values summed over every rank (in place).
+  Value all_reduce(Value x, parallel::ProcessGroup& group);
+  // x [rows, counts[rank]] -> [rows, sum(counts)], rank r's columns after rank r-1's.
+  Value all_gather(Value x, parallel::ProcessGroup& group, std::vector<int64_t> counts);
+  // x [rows, dim] -> [rows, segments.size()]: the columns of `segments`, in order.
+  Value slice_columns(Value x, const parallel::Segments& segments);
 
   // Record mode: hands over the recording.
   Graph take_graph() { return std::move(graph_); }

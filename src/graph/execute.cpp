@@ -14,6 +14,9 @@ const char* op_name(OpKind kind) {
     case OpKind::silu_mul: return "silu_mul";
     case OpKind::add: return "add";
     case OpKind::gather_rows: return "gather_rows";
+    case OpKind::all_reduce: return "all_reduce";
+    case OpKind::all_gather: return "all_gather";
+    case OpKind::slice_columns: return "slice_columns";
     case OpKind::linear_residual: return "linear_residual";
     case OpKind::gated_linear: return "gated_linear";
     case OpKind::rms_norm_linear: return "rms_norm_linear";
@@ -28,7 +31,7 @@ void execute_node(backends::Backend& backend, const Node& node, const std::vecto
   };
   const Tensor& out = node.output >= 0 ? tensors[node.output] : absent;
   switch (node.kind) {
-    case OpKind::embedding: return backend.embedding(in(0), in(1), out);
+    case OpKind::embedding: return backend.embedding(in(0), in(1), node.first_row, out);
     case OpKind::linear: return backend.linear(in(0), in(1), in(2), out);
     case OpKind::rms_norm: return backend.rms_norm(in(0), in(1), node.eps, out);
     case OpKind::reshape: return;
@@ -41,6 +44,17 @@ void execute_node(backends::Backend& backend, const Node& node, const std::vecto
     case OpKind::silu_mul: return backend.silu_mul(in(0), in(1), out);
     case OpKind::add: return backend.add(in(0), in(1), out);
     case OpKind::gather_rows: return backend.gather_rows(in(0), in(1), out);
+    case OpKind::all_reduce: return node.group->all_reduce_sum(out);
+    case OpKind::all_gather: return node.group->all_gather_columns(in(0), out, node.sizes);
+    case OpKind::slice_columns: {
+      int64_t destination_column = 0;
+      for (size_t i = 0; i + 1 < node.sizes.size(); i += 2) {
+        const int64_t width = node.sizes[i + 1] - node.sizes[i];
+        backend.copy_columns(in(0), node.sizes[i], out, destination_column, width);
+        destination_column += width;
+      }
+      return;
+    }
     case OpKind::linear_residual: return backend.linear_residual(in(0), in(1), in(2), in(3), out);
     case OpKind::gated_linear: return backend.gated_linear(in(0), in(1), in(2), in(3), in(4), out);
     case OpKind::rms_norm_linear: return backend.rms_norm_linear(in(0), in(1), node.eps, in(2), in(3), out);

@@ -9,6 +9,7 @@
 
 #include "backends/backend.h"
 #include "core/tensor.h"
+#include "parallel/process_group.h"
 
 namespace shardlm::graph {
 
@@ -23,6 +24,9 @@ enum class OpKind : uint8_t {
   silu_mul,        // (gate, up)
   add,             // (a, b)
   gather_rows,     // (x, indices)
+  all_reduce,      // (x): summed across the process group, in place
+  all_gather,      // (x): columns gathered from every rank of the process group
+  slice_columns,   // (x): this rank's column ranges of a whole activation
   // Fusions introduced by compile():
   linear_residual,  // (x, weight, bias|-1, residual)
   gated_linear,     // (x, gate_weight, gate_bias|-1, up_weight, up_bias|-1)
@@ -39,6 +43,9 @@ struct Node {
   int64_t sliding_window = 0;   // attention
   const backends::RotaryEmbedding* rotary = nullptr;  // rope (owned by the model)
   bool in_place = false;        // rope: rotates its input's memory
+  int64_t first_row = 0;        // embedding: the id of the table's first row (a vocabulary shard)
+  std::vector<int64_t> sizes{};  // all_gather: every rank's column count; slice_columns: [begin, end) pairs
+  parallel::ProcessGroup* group = nullptr;  // all_reduce, all_gather (owned by the model)
 };
 
 struct ValueInfo {
@@ -48,7 +55,7 @@ struct ValueInfo {
   // theirs when executed (eager) or from the memory plan (compiled).
   bool bound = false;
   Tensor tensor{};
-  int32_t alias_of = -1;  // reshape views and in-place ropes share this value's memory
+  int32_t alias_of = -1;  // reshape views, in-place ropes and all_reduces share this value's memory
 };
 
 struct Graph {

@@ -11,37 +11,67 @@ using graph::Value;
 AttentionWeights load_attention(WeightLoader& loader, const std::string& prefix, const io::ModelConfig& config,
                                 const AttentionOptions& options) {
   const int64_t hidden = config.hidden_size, head_dim = config.head_dim;
-  const int64_t q_width = config.num_attention_heads * head_dim, kv_width = config.num_key_value_heads * head_dim;
-  AttentionWeights weights;
-  weights.q_proj = loader.require(prefix + ".q_proj.weight", {q_width, hidden});
-  weights.k_proj = loader.require(prefix + ".k_proj.weight", {kv_width, hidden});
-  weights.v_proj = loader.require(prefix + ".v_proj.weight", {kv_width, hidden});
-  weights.o_proj = loader.require(prefix + ".o_proj.weight", {hidden, q_width});
-  if (options.bias_qkv) {
-    weights.q_bias = loader.require(prefix + ".q_proj.bias", {q_width});
-    weights.k_bias = loader.require(prefix + ".k_proj.bias", {kv_width});
-    weights.v_bias = loader.require(prefix + ".v_proj.bias", {kv_width});
+  const int64_t heads = config.num_attention_heads, kv_heads = config.num_key_value_heads;
+  const std::string q = prefix + ".q_proj", k = prefix + ".k_proj", v = prefix + ".v_proj", o = prefix + ".o_proj";
+
+  // Query heads split evenly; o_proj's input follows them.
+  FeatureSplit query_split = even_feature_split(loader, heads * head_dim, hidden, head_dim);
+  FeatureSplit output_split = even_feature_split(loader, hidden, heads * head_dim);
+  output_split.input = query_split.output;
+  FeatureSplit kv_split = even_feature_split(loader, kv_heads * head_dim, hidden, head_dim);
+
+  auto splits_heads = [&](const std::string& module) {
+    const parallel::ShardStyle style = loader.style_for(module + ".weight");
+    return style == parallel::ShardStyle::colwise || style == parallel::ShardStyle::packed_colwise;
+  };
+  const bool heads_split = splits_heads(q);
+  if (splits_heads(k) != heads_split || splits_heads(v) != heads_split)
+    fail("the tp_plan splits the heads of only some of '", q, "', '", k, "' and '", v,
+         "': attention needs all three split colwise (each rank attends with its own heads) or none");
+  if (heads_split) {
+    const auto [first, end] = query_split.output.ranges.front();
+    kv_split.output = {};
+    for (int64_t kv_head :
+         parallel::kv_heads_for_query_heads(first / head_dim, (end - first) / head_dim, heads, kv_heads))
+      kv_split.output.ranges.emplace_back(kv_head * head_dim, (kv_head + 1) * head_dim);
   }
-  if (options.bias_o) weights.o_bias = loader.require(prefix + ".o_proj.bias", {hidden});
+
+  AttentionWeights weights;
+  weights.q_proj = load_linear(loader, q, query_split, options.bias_qkv);
+  weights.k_proj = load_linear(loader, k, kv_split, options.bias_qkv);
+  weights.v_proj = load_linear(loader, v, kv_split, options.bias_qkv);
+  weights.o_proj = load_linear(loader, o, output_split, options.bias_o);
   if (options.qk_norm) {
     weights.q_norm = loader.require(prefix + ".q_norm.weight", {head_dim});
     weights.k_norm = loader.require(prefix + ".k_norm.weight", {head_dim});
   }
+  loader.add_cache_layer(weights.k_proj.splits_output() ? kv_split.output.size() / head_dim : kv_heads);
   return weights;
 }
 
 GatedMlpWeights load_gated_mlp(WeightLoader& loader, const std::string& prefix, const io::ModelConfig& config,
                                bool bias) {
   const int64_t hidden = config.hidden_size, intermediate = config.intermediate_size;
-  GatedMlpWeights weights;
-  weights.gate_proj = loader.require(prefix + ".gate_proj.weight", {intermediate, hidden});
-  weights.up_proj = loader.require(prefix + ".up_proj.weight", {intermediate, hidden});
-  weights.down_proj = loader.require(prefix + ".down_proj.weight", {hidden, intermediate});
-  if (bias) {
-    weights.gate_bias = loader.require(prefix + ".gate_proj.bias", {intermediate});
-    weights.up_bias = loader.require(prefix + ".up_proj.bias", {intermediate});
-    weights.down_bias = loader.require(prefix + ".down_proj.bias", {hidden});
-  }
+  const FeatureSplit up_split = even_feature_split(loader, intermediate, hidden);
+  return {.gate_proj = load_linear(loader, prefix + ".gate_proj", up_split, bias),
+          .up_proj = load_linear(loader, prefix + ".up_proj", up_split, bias),
+          .down_proj = load_linear(loader, prefix + ".down_proj", even_feature_split(loader, hidden, intermediate), bias)};
+}
+
+GatedMlpWeights load_fused_gated_mlp(WeightLoader& loader, const std::string& prefix, const io::ModelConfig& config) {
+  const int64_t hidden = config.hidden_size, intermediate = config.intermediate_size;
+  const FeatureSplit half_split = even_feature_split(loader, intermediate, hidden);
+  FeatureSplit fused_split = even_feature_split(loader, 2 * intermediate, hidden);
+  fused_split.output = parallel::packed_split(2, intermediate, 1, loader.tp_rank(), loader.tp_size());
+  const Linear fused = load_linear(loader, prefix + ".gate_up_proj", fused_split, /*bias=*/false);
+  // [2 * rows, in]: rows [0, rows) are gate, [rows, 2 * rows) up; split as zero-copy views.
+  const int64_t rows = fused.weight.shape()[0] / 2;
+  GatedMlpWeights weights{.gate_proj = fused, .up_proj = fused,
+                          .down_proj = load_linear(loader, prefix + ".down_proj",
+                                                   even_feature_split(loader, hidden, intermediate), false)};
+  weights.gate_proj.weight = fused.weight.slice_rows(0, rows);
+  weights.up_proj.weight = fused.weight.slice_rows(rows, 2 * rows);
+  weights.gate_proj.split = weights.up_proj.split = half_split;
   return weights;
 }
 
@@ -77,18 +107,20 @@ backends::RotaryEmbedding make_rotary_embedding(const io::ModelConfig& config, b
   return rotary;
 }
 
-Value bind_optional(Builder& builder, const Tensor& tensor) {
-  return tensor.defined() ? builder.bind(tensor) : Value{};
-}
-
 Value self_attention(Builder& builder, const AttentionWeights& weights, const io::ModelConfig& config,
                      const StepContext& step, LayerCache& cache, Value x, int64_t sliding_window) {
   const int64_t tokens = step.batch * step.seq, head_dim = config.head_dim;
-  const int64_t heads = config.num_attention_heads, kv_heads = config.num_key_value_heads;
-
-  Value q = builder.linear(x, builder.bind(weights.q_proj), bind_optional(builder, weights.q_bias));
-  Value k = builder.linear(x, builder.bind(weights.k_proj), bind_optional(builder, weights.k_bias));
-  Value v = builder.linear(x, builder.bind(weights.v_proj), bind_optional(builder, weights.v_bias));
+  parallel::ProcessGroup& group = *step.group;
+  const Sharded input{.value = x};
+  // Heads split colwise stay this rank's; anything else is made whole first.
+  auto heads_of = [&](const Linear& projection) {
+    Sharded projected = apply(builder, group, input, projection);
+    if (projected.layout == Sharded::Layout::split) return projected;
+    return Sharded{.value = to_whole(builder, group, projected)};
+  };
+  const Sharded q_heads = heads_of(weights.q_proj);
+  Value q = q_heads.value, k = heads_of(weights.k_proj).value, v = heads_of(weights.v_proj).value;
+  const int64_t heads = builder.shape(q)[1] / head_dim, kv_heads = builder.shape(k)[1] / head_dim;
   q = builder.reshape(q, {tokens, heads, head_dim});
   k = builder.reshape(k, {tokens, kv_heads, head_dim});
   if (weights.q_norm.defined()) {
@@ -98,7 +130,7 @@ Value self_attention(Builder& builder, const AttentionWeights& weights, const io
   q = builder.rope(q, step.flat_positions, *step.rotary);
   k = builder.rope(k, step.flat_positions, *step.rotary);
 
-  Value k_cache = builder.bind(cache.keys);  // [batch, kv_heads, max_cache_len, head_dim]
+  Value k_cache = builder.bind(cache.keys);  // [batch, kv_heads (this rank's), max_cache_len, head_dim]
   Value v_cache = builder.bind(cache.values);
   builder.kv_cache_write(k_cache, builder.reshape(k, {step.batch, step.seq, kv_heads, head_dim}), step.positions);
   builder.kv_cache_write(v_cache, builder.reshape(v, {step.batch, step.seq, kv_heads, head_dim}), step.positions);
@@ -106,15 +138,21 @@ Value self_attention(Builder& builder, const AttentionWeights& weights, const io
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
   Value attended = builder.attention(builder.reshape(q, {step.batch, step.seq, heads, head_dim}), k_cache, v_cache,
                                      step.positions, scale, sliding_window);  // [batch, seq, heads, head_dim]
-  return builder.linear(builder.reshape(attended, {tokens, heads * head_dim}), builder.bind(weights.o_proj),
-                        bind_optional(builder, weights.o_bias));
+  Sharded heads_out = q_heads;
+  heads_out.value = builder.reshape(attended, {tokens, heads * head_dim});
+  return to_whole(builder, group, apply(builder, group, heads_out, weights.o_proj));
 }
 
-Value gated_mlp(Builder& builder, const GatedMlpWeights& weights, Value x) {
-  Value gate = builder.linear(x, builder.bind(weights.gate_proj), bind_optional(builder, weights.gate_bias));
-  Value up = builder.linear(x, builder.bind(weights.up_proj), bind_optional(builder, weights.up_bias));
-  return builder.linear(builder.silu_mul(gate, up), builder.bind(weights.down_proj),
-                        bind_optional(builder, weights.down_bias));
+Value gated_mlp(Builder& builder, parallel::ProcessGroup& group, const GatedMlpWeights& weights, Value x) {
+  const Sharded input{.value = x};
+  Sharded gate = apply(builder, group, input, weights.gate_proj), up = apply(builder, group, input, weights.up_proj);
+  Sharded product = gate;
+  if (gate.layout == Sharded::Layout::split && up.layout == Sharded::Layout::split && gate.features == up.features) {
+    product.value = builder.silu_mul(gate.value, up.value);
+  } else {
+    product = {.value = builder.silu_mul(to_whole(builder, group, gate), to_whole(builder, group, up))};
+  }
+  return to_whole(builder, group, apply(builder, group, product, weights.down_proj));
 }
 
 }  // namespace shardlm::models

@@ -8,21 +8,23 @@
 #include "graph/builder.h"
 #include "io/config.h"
 #include "models/kv_cache.h"
+#include "models/sharded.h"
 #include "models/weights.h"
 
 namespace shardlm::models {
 
+// With tensor parallelism a rank holds the query heads of an even split and exactly the
+// KV heads those read (repeated where two of its head groups read one), whether or not
+// kv_heads divides tp_size.
 struct AttentionWeights {
-  Tensor q_proj, k_proj, v_proj, o_proj;  // [heads * head_dim, hidden] ... [hidden, heads * head_dim]
-  Tensor q_bias, k_bias, v_bias;          // [out] or undefined
-  Tensor o_bias;                          // [hidden] or undefined
-  Tensor q_norm, k_norm;                  // [head_dim] or undefined (Qwen3's per-head RMSNorm before RoPE)
+  Linear q_proj, k_proj, v_proj;  // [heads * head_dim, hidden], [kv_heads * head_dim, hidden] (+ biases)
+  Linear o_proj;                  // [hidden, heads * head_dim] (+ bias)
+  Tensor q_norm, k_norm;          // [head_dim] or undefined (Qwen3's per-head RMSNorm before RoPE)
 };
 
 struct GatedMlpWeights {
-  Tensor gate_proj, up_proj;  // [intermediate, hidden]
-  Tensor down_proj;           // [hidden, intermediate]
-  Tensor gate_bias{}, up_bias{}, down_bias{};  // [out] or undefined
+  Linear gate_proj, up_proj;  // [intermediate, hidden] (+ biases)
+  Linear down_proj;           // [hidden, intermediate] (+ bias)
 };
 
 struct AttentionOptions {
@@ -37,6 +39,9 @@ AttentionWeights load_attention(WeightLoader& loader, const std::string& prefix,
 // Loads `prefix`.{gate,up,down}_proj, e.g. prefix "model.layers.3.mlp".
 GatedMlpWeights load_gated_mlp(WeightLoader& loader, const std::string& prefix, const io::ModelConfig& config,
                                bool bias);
+// Loads a fused `prefix`.gate_up_proj [2 * intermediate, hidden] (gate rows first) and
+// `prefix`.down_proj; split colwise, each rank takes matching gate and up rows.
+GatedMlpWeights load_fused_gated_mlp(WeightLoader& loader, const std::string& prefix, const io::ModelConfig& config);
 
 // transformers' inverse frequencies for config.rope (default, linear, llama3).
 backends::RotaryEmbedding make_rotary_embedding(const io::ModelConfig& config, bool interleaved);
@@ -47,17 +52,17 @@ struct StepContext {
   graph::Value positions;       // i32 [batch, seq]
   graph::Value flat_positions;  // i32 [batch * seq]
   const backends::RotaryEmbedding* rotary = nullptr;
+  parallel::ProcessGroup* group = nullptr;  // the model's tensor-parallel group
 };
 
-// Self-attention with RoPE over the static cache. x [tokens, hidden] (already normed) -> [tokens, hidden].
+// Self-attention with RoPE over the static cache. x [tokens, hidden] (already normed, whole)
+// -> [tokens, hidden], whole on every rank.
 // sliding_window 0: the whole cache prefix is visible.
 graph::Value self_attention(graph::Builder& builder, const AttentionWeights& weights, const io::ModelConfig& config,
                             const StepContext& step, LayerCache& cache, graph::Value x, int64_t sliding_window);
 
-// down(silu(gate(x)) * up(x)). x [tokens, hidden] -> [tokens, hidden]
-graph::Value gated_mlp(graph::Builder& builder, const GatedMlpWeights& weights, graph::Value x);
-
-// Binds a weight that may be undefined (an absent bias) as an undefined Value.
-graph::Value bind_optional(graph::Builder& builder, const Tensor& tensor);
+// down(silu(gate(x)) * up(x)). x [tokens, hidden] -> [tokens, hidden], whole on every rank
+graph::Value gated_mlp(graph::Builder& builder, parallel::ProcessGroup& group, const GatedMlpWeights& weights,
+                       graph::Value x);
 
 }  // namespace shardlm::models

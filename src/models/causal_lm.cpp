@@ -19,9 +19,17 @@ StaticCache CausalLM::allocate_cache(backends::Backend& backend, int64_t batch, 
   SHARDLM_CHECK(batch > 0 && max_cache_len > 0, "KV cache: batch (", batch, ") and max_cache_len (", max_cache_len,
                 ") must be positive");
   // Checked before allocating: a typo in max_cache_len must be an error, not an OOM kill.
-  std::optional<uint64_t> bytes = uint64_t{2} * dtype_size(kv_cache_dtype_);
-  for (int64_t factor : {config_.num_hidden_layers, batch, config_.num_key_value_heads, max_cache_len, config_.head_dim})
-    if (bytes) bytes = multiply(*bytes, static_cast<uint64_t>(factor));
+  auto kv_heads_of = [&](int64_t layer) {
+    return cache_kv_heads_.empty() ? config_.num_key_value_heads : cache_kv_heads_.at(layer);
+  };
+  std::optional<uint64_t> bytes = 0;
+  for (int64_t layer = 0; layer < config_.num_hidden_layers && bytes; ++layer) {
+    std::optional<uint64_t> layer_bytes = uint64_t{2} * dtype_size(kv_cache_dtype_);
+    for (int64_t factor : {batch, kv_heads_of(layer), max_cache_len, config_.head_dim})
+      if (layer_bytes) layer_bytes = multiply(*layer_bytes, static_cast<uint64_t>(factor));
+    bytes = layer_bytes && *layer_bytes <= UINT64_MAX - *bytes ? std::optional<uint64_t>(*bytes + *layer_bytes)
+                                                                : std::nullopt;
+  }
   const uint64_t physical = static_cast<uint64_t>(::sysconf(_SC_PHYS_PAGES)) * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
   if (!bytes || *bytes > physical)
     fail("a KV cache of ", batch, " rows × ", max_cache_len, " positions needs ",
@@ -31,10 +39,20 @@ StaticCache CausalLM::allocate_cache(backends::Backend& backend, int64_t batch, 
   StaticCache cache;
   cache.batch = batch;
   cache.max_cache_len = max_cache_len;
-  const Shape shape{batch, config_.num_key_value_heads, max_cache_len, config_.head_dim};
-  for (int64_t i = 0; i < config_.num_hidden_layers; ++i)
+  for (int64_t i = 0; i < config_.num_hidden_layers; ++i) {
+    const Shape shape{batch, kv_heads_of(i), max_cache_len, config_.head_dim};
     cache.layers.push_back({backend.allocate(shape, kv_cache_dtype_), backend.allocate(shape, kv_cache_dtype_)});
+  }
   return cache;
+}
+
+void CausalLM::set_parallel_layout(std::shared_ptr<parallel::ProcessGroup> group, std::vector<int64_t> cache_kv_heads) {
+  SHARDLM_CHECK(group != nullptr, "set_parallel_layout: no process group");
+  SHARDLM_CHECK(cache_kv_heads.empty() || static_cast<int64_t>(cache_kv_heads.size()) == config_.num_hidden_layers,
+                "set_parallel_layout: ", cache_kv_heads.size(), " cache layers for ", config_.num_hidden_layers,
+                " layers");
+  process_group_ = std::move(group);
+  cache_kv_heads_ = std::move(cache_kv_heads);
 }
 
 void CausalLM::set_kv_cache_dtype(DType dtype) {

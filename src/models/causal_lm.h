@@ -12,6 +12,7 @@
 #include "io/config.h"
 #include "io/safetensors.h"
 #include "models/kv_cache.h"
+#include "parallel/sharding.h"
 
 namespace shardlm::models {
 
@@ -43,22 +44,39 @@ class CausalLM {
   // or batch * seq). Writes this step's keys and values into `cache`.
   virtual graph::Value forward(graph::Builder& builder, const ForwardInputs& inputs, StaticCache& cache) const = 0;
 
+  // [batch, this rank's KV heads, max_cache_len, head_dim] keys and values per layer.
   StaticCache allocate_cache(backends::Backend& backend, int64_t batch, int64_t max_cache_len) const;
   DType kv_cache_dtype() const { return kv_cache_dtype_; }
   void set_kv_cache_dtype(DType dtype);
-  // Bytes of all weights as loaded.
+  // Bytes of all weights as loaded (this rank's, under tensor parallelism).
   virtual size_t weight_bytes() const = 0;
+
+  // The group this model's ranks compute in (a group of one without tensor parallelism).
+  parallel::ProcessGroup& process_group() const { return *process_group_; }
+  int tp_rank() const { return process_group_->rank(); }
+  int tp_size() const { return process_group_->size(); }
+  // Set once by create_causal_lm: the group, and the KV heads this rank caches per layer.
+  void set_parallel_layout(std::shared_ptr<parallel::ProcessGroup> group, std::vector<int64_t> cache_kv_heads);
 
  protected:
   explicit CausalLM(io::ModelConfig config) : config_(std::move(config)) {}
   io::ModelConfig config_;
   DType kv_cache_dtype_ = DType::f32;
+
+ private:
+  std::shared_ptr<parallel::ProcessGroup> process_group_ = parallel::single_process_group();
+  std::vector<int64_t> cache_kv_heads_;
 };
 
 // Builds the architecture named in config.architectures[0]; an unknown one is an
-// error that lists the supported architectures.
+// error that lists the supported architectures. With a tensor-parallel group of more
+// than one rank, loads this rank's shard under the architecture's default plan
+// overridden by `tensor_parallel.plan` (a rule that matches no weight is warned about).
 std::unique_ptr<CausalLM> create_causal_lm(const io::ModelConfig& config, const io::Checkpoint& checkpoint,
-                                           const LoadOptions& options);
+                                           const LoadOptions& options,
+                                           const parallel::TensorParallel& tensor_parallel = {});
+// The architecture's default tp_plan, in transformers' keys and styles.
+parallel::TpPlan default_tp_plan(const io::ModelConfig& config);
 std::vector<std::string> supported_architectures();
 // The name and shape of every tensor the architecture loads, in load order (tied
 // weights once): what a checkpoint for `config` must hold.

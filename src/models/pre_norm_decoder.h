@@ -14,7 +14,7 @@
 namespace shardlm::models {
 
 struct PreNormDecoderWeights {
-  Tensor embed_tokens;  // [vocab, hidden]
+  Embedding embed_tokens;  // [vocab, hidden]
   struct Layer {
     Tensor input_layernorm;           // [hidden]
     AttentionWeights self_attn;
@@ -23,7 +23,7 @@ struct PreNormDecoderWeights {
   };
   std::vector<Layer> layers;
   Tensor norm;     // [hidden]
-  Tensor lm_head;  // [vocab, hidden]; the embedding itself when tied
+  Linear lm_head;  // [vocab, hidden]; the embedding's tensor when tied
 };
 
 // Loads the standard HF names (model.embed_tokens, model.layers.N.{input_layernorm,
@@ -31,9 +31,12 @@ struct PreNormDecoderWeights {
 PreNormDecoderWeights load_pre_norm_decoder(WeightLoader& loader, const io::ModelConfig& config,
                                             const AttentionOptions& attention, bool mlp_bias);
 
-// The embedding, or for untied models lm_head.weight. transformers ties whenever
-// tie_word_embeddings is true, even if the file also holds an lm_head.
-Tensor load_lm_head(WeightLoader& loader, const io::ModelConfig& config, const Tensor& embed_tokens);
+// model.embed_tokens.weight, split along the vocabulary as the plan says.
+Embedding load_embed_tokens(WeightLoader& loader, const io::ModelConfig& config);
+// lm_head.weight, or for tied models the embedding's weight. transformers ties whenever
+// tie_word_embeddings is true, even if the file also holds an lm_head. Tied and split
+// alike (embedding_rowwise with a colwise head, the default), both share one tensor.
+Linear load_lm_head(WeightLoader& loader, const io::ModelConfig& config, const Embedding& embed_tokens);
 
 class PreNormDecoderLM : public CausalLM {
  public:
@@ -47,11 +50,15 @@ class PreNormDecoderLM : public CausalLM {
   size_t weight_bytes_;
 };
 
-// Embeds ids, sets up positions and the step context shared by every layer.
-StepContext begin_step(graph::Builder& builder, const ForwardInputs& inputs, const backends::RotaryEmbedding& rotary);
-// Final norm, the rows logits are wanted for, and the LM head.
-graph::Value finish_step(graph::Builder& builder, const ForwardInputs& inputs, graph::Value hidden,
-                         const Tensor& final_norm, const Tensor& lm_head, double eps);
+// Sets up positions and the step context shared by every layer.
+StepContext begin_step(graph::Builder& builder, const ForwardInputs& inputs, const backends::RotaryEmbedding& rotary,
+                       parallel::ProcessGroup& group);
+// The input ids' embeddings [tokens, hidden].
+graph::Value embed_inputs(graph::Builder& builder, const StepContext& step, const ForwardInputs& inputs,
+                          const Embedding& embed_tokens);
+// Final norm, the rows logits are wanted for, and the LM head: whole logits on every rank.
+graph::Value finish_step(graph::Builder& builder, const StepContext& step, const ForwardInputs& inputs,
+                         graph::Value hidden, const Tensor& final_norm, const Linear& lm_head, double eps);
 
 // Checks that the config asks for what these blocks compute.
 void check_supported_activation(const io::ModelConfig& config);

@@ -3,17 +3,22 @@
 #include <functional>
 #include <map>
 
+#include "core/logging.h"
+
 namespace shardlm::models {
 namespace {
 
-using Factory = std::function<std::unique_ptr<CausalLM>(const io::ModelConfig&, WeightLoader&)>;
+struct Architecture {
+  std::function<std::unique_ptr<CausalLM>(const io::ModelConfig&, WeightLoader&)> create;
+  std::function<parallel::TpPlan()> tp_plan;
+};
 
-const std::map<std::string, Factory>& factories() {
-  static const std::map<std::string, Factory> table = {
-      {"LlamaForCausalLM", create_llama},
-      {"Qwen3ForCausalLM", create_qwen3},
-      {"Qwen2ForCausalLM", create_qwen2},
-      {"Glm4ForCausalLM", create_glm4},
+const std::map<std::string, Architecture>& architectures() {
+  static const std::map<std::string, Architecture> table = {
+      {"LlamaForCausalLM", {create_llama, pre_norm_decoder_tp_plan}},
+      {"Qwen3ForCausalLM", {create_qwen3, pre_norm_decoder_tp_plan}},
+      {"Qwen2ForCausalLM", {create_qwen2, pre_norm_decoder_tp_plan}},
+      {"Glm4ForCausalLM", {create_glm4, glm4_tp_plan}},
   };
   return table;
 }
@@ -22,14 +27,14 @@ const std::map<std::string, Factory>& factories() {
 
 std::vector<std::string> supported_architectures() {
   std::vector<std::string> names;
-  for (const auto& [name, factory] : factories()) names.push_back(name);
+  for (const auto& [name, factory] : architectures()) names.push_back(name);
   return names;
 }
 
-static const Factory& factory_for(const io::ModelConfig& config) {
+static const Architecture& architecture_for(const io::ModelConfig& config) {
   const std::string& architecture = config.architectures.front();
-  auto found = factories().find(architecture);
-  if (found == factories().end()) {
+  auto found = architectures().find(architecture);
+  if (found == architectures().end()) {
     std::string supported;
     for (const std::string& name : supported_architectures()) supported += (supported.empty() ? "" : ", ") + name;
     fail(config.source, ": architecture '", architecture, "' is not supported (supported: ", supported, ")");
@@ -37,10 +42,24 @@ static const Factory& factory_for(const io::ModelConfig& config) {
   return found->second;
 }
 
+parallel::TpPlan default_tp_plan(const io::ModelConfig& config) { return architecture_for(config).tp_plan(); }
+
 std::unique_ptr<CausalLM> create_causal_lm(const io::ModelConfig& config, const io::Checkpoint& checkpoint,
-                                           const LoadOptions& options) {
-  WeightLoader loader(checkpoint, options, config.source);
-  std::unique_ptr<CausalLM> model = factory_for(config)(config, loader);
+                                           const LoadOptions& options, const parallel::TensorParallel& tensor_parallel) {
+  const Architecture& architecture = architecture_for(config);
+  parallel::TensorParallel sharding = tensor_parallel;
+  if (!sharding.group) sharding.group = parallel::single_process_group();
+  const bool distributed = sharding.group->size() > 1;
+  if (distributed) sharding.plan = architecture.tp_plan().overridden_by(tensor_parallel.plan);
+  WeightLoader loader(checkpoint, options, config.source, sharding);
+  std::unique_ptr<CausalLM> model = architecture.create(config, loader);
+  if (distributed) {
+    for (const std::string& rule : loader.tensor_parallel().plan.unmatched_rules())
+      if (tensor_parallel.plan.rules().contains(rule))
+        log::warning(str_cat("tp_plan rule '", rule, "' matches no weight of ", config.architectures.front(),
+                          " (keys are module or parameter names such as model.layers.*.self_attn.q_proj)"));
+  }
+  model->set_parallel_layout(sharding.group, loader.cache_kv_heads());
   const bool float32_weights = loader.matrix_dtype().value_or(DType::f32) == DType::f32;
   model->set_kv_cache_dtype(options.kv_cache_dtype.value_or(float32_weights ? DType::f32 : DType::bf16));
   return model;
@@ -48,7 +67,7 @@ std::unique_ptr<CausalLM> create_causal_lm(const io::ModelConfig& config, const 
 
 std::vector<std::pair<std::string, Shape>> required_weights(const io::ModelConfig& config) {
   WeightLoader recorder(DType::bf16, config.source);
-  factory_for(config)(config, recorder);
+  architecture_for(config).create(config, recorder);
   return recorder.requested();
 }
 

@@ -1,46 +1,137 @@
 #include "models/weights.h"
 
+#include <cstring>
+
 #include "core/quantize.h"
 #include "io/model_files.h"
 
 namespace shardlm::models {
+namespace {
 
-Tensor WeightLoader::load_quantized(const std::string& name, Tensor values) const {
+// Rows `rows` and columns `columns` (null: all) of a stored 1-D or 2-D tensor: a view for
+// one range of rows, else a new tensor holding just those elements.
+Tensor take_part(const Tensor& whole, const parallel::Segments* rows, const parallel::Segments* columns) {
+  const Shape& shape = whole.shape();
+  if (!columns && (!rows || rows->ranges.size() == 1)) {
+    if (!rows) return whole;
+    return whole.slice_rows(rows->ranges[0].first, rows->ranges[0].second);
+  }
+  SHARDLM_CHECK(shape.rank() == 2 || !columns, "a column part of ", whole.describe(), " (not a matrix)");
+  const parallel::Segments all_rows{{{0, shape[0]}}};
+  const parallel::Segments all_columns{{{0, shape.rank() == 2 ? shape[1] : 1}}};
+  const parallel::Segments& row_part = rows ? *rows : all_rows;
+  const parallel::Segments& column_part = columns ? *columns : all_columns;
+  const int64_t width = shape.rank() == 2 ? shape[1] : 1;
+  const size_t element = dtype_size(whole.dtype());
+  Shape part_shape = shape.rank() == 2 ? Shape{row_part.size(), column_part.size()} : Shape{row_part.size()};
+  Tensor part = Tensor::empty(part_shape, whole.dtype());
+  const auto* source = static_cast<const uint8_t*>(whole.raw());
+  auto* destination = static_cast<uint8_t*>(part.mutable_raw());
+  for (const auto& [row_begin, row_end] : row_part.ranges)
+    for (int64_t row = row_begin; row < row_end; ++row)
+      for (const auto& [column_begin, column_end] : column_part.ranges) {
+        const size_t bytes = static_cast<size_t>(column_end - column_begin) * element;
+        std::memcpy(destination, source + (static_cast<size_t>(row * width + column_begin)) * element, bytes);
+        destination += bytes;
+      }
+  return part;
+}
+
+std::string describe_segments(const parallel::Segments* segments) {
+  if (!segments) return "all";
+  std::string text;
+  for (const auto& [begin, end] : segments->ranges) text += str_cat(text.empty() ? "" : ",", "[", begin, ",", end, ")");
+  return text;
+}
+
+void check_within(const std::string& name, const Shape& shape, const parallel::Segments* rows,
+                  const parallel::Segments* columns) {
+  for (const auto& [segments, dim] : {std::pair{rows, 0}, std::pair{columns, 1}}) {
+    if (!segments) continue;
+    for (const auto& [begin, end] : segments->ranges)
+      if (static_cast<size_t>(dim) >= shape.rank() || begin < 0 || end <= begin || end > shape[dim])
+        fail("tensor '", name, "' ", shape.to_string(), ": this rank's part (rows ", describe_segments(rows),
+             ", columns ", describe_segments(columns), ") does not fit it: the tp_plan cannot apply to this tensor");
+  }
+}
+
+}  // namespace
+
+Tensor WeightLoader::load_quantized(const std::string& name, Tensor values, const parallel::Segments* rows,
+                                    const parallel::Segments* columns) const {
   const std::string scale_name = block_scale_name(name);
   if (!checkpoint_->contains(scale_name))
     fail("tensor '", name, "' is int8 but '", scale_name,
          "' (its block scales) is missing: only int8 checkpoints written by `shardlm quantize` can be loaded");
   Tensor scales = checkpoint_->tensor(scale_name);
+  parallel::Segments scale_columns;
+  if (columns) {
+    for (const auto& [begin, end] : columns->ranges) {
+      if (begin % Tensor::quant_block != 0 || end % Tensor::quant_block != 0)
+        fail("tensor '", name, "' is int8 with a scale per ", Tensor::quant_block, " columns; this rank's columns [",
+             begin, ", ", end, ") cut a block: choose a tp_size that splits its columns at multiples of ",
+             Tensor::quant_block, ", or replicate it in the tp_plan");
+      scale_columns.ranges.emplace_back(begin / Tensor::quant_block, end / Tensor::quant_block);
+    }
+  }
   try {
-    return values.with_block_scales(std::move(scales));
+    if (scales.shape().rank() == 2 && values.shape().rank() == 2 &&
+        scales.shape()[0] == values.shape()[0] && scales.shape()[1] * Tensor::quant_block == values.shape()[1])
+      scales = take_part(scales, rows, columns ? &scale_columns : nullptr);
+    return take_part(values, rows, columns).with_block_scales(std::move(scales));
   } catch (const Error& error) {
     fail("tensor '", name, "': ", error.what());
   }
 }
 
 Tensor WeightLoader::require(const std::string& name, const Shape& expected) {
+  if (tensor_parallel_.size() > 1 && style_for(name) != parallel::ShardStyle::replicate)
+    fail("the tp_plan gives '", name, "' ", expected.to_string(), " the style '",
+         parallel::shard_style_name(style_for(name)),
+         "', but it is not split by any style here (norm weights and similar stay whole): use 'replicate' or "
+         "drop the rule");
+  return require_part(name, expected, nullptr, nullptr);
+}
+
+Tensor WeightLoader::require_part(const std::string& name, const Shape& expected, const parallel::Segments* rows,
+                                  const parallel::Segments* columns) {
+  check_within(name, expected, rows, columns);
   if (!checkpoint_) {
     requested_.emplace_back(name, expected);
-    return Tensor::empty(expected, *options_.dtype);
+    Shape part = expected;
+    if (rows) part = expected.rank() == 2 ? Shape{rows->size(), expected[1]} : Shape{rows->size()};
+    if (columns) part = Shape{part[0], columns->size()};
+    return Tensor::empty(part, *options_.dtype);
   }
-  Tensor tensor = checkpoint_->tensor(name);
-  if (tensor.shape() != expected)
-    fail("tensor '", name, "' has shape ", tensor.shape().to_string(), " but ", config_source_, " implies ",
+  Tensor stored = checkpoint_->tensor(name);
+  if (stored.shape() != expected)
+    fail("tensor '", name, "' has shape ", stored.shape().to_string(), " but ", config_source_, " implies ",
          expected.to_string(), ": config.json does not match the weights");
-  if (tensor.dtype() == DType::i8) {
-    tensor = load_quantized(name, std::move(tensor));
-  } else {
-    if (!is_floating(tensor.dtype()))
-      fail("tensor '", name, "' is ", dtype_name(tensor.dtype()),
-           "; weights must be float32, bfloat16, float16, or int8 with block scales");
-    const Tensor stored = tensor;
+  if (stored.dtype() == DType::i8) return finish_loading(load_quantized(name, stored, rows, columns));
+  if (!is_floating(stored.dtype()))
+    fail("tensor '", name, "' is ", dtype_name(stored.dtype()),
+         "; weights must be float32, bfloat16, float16, or int8 with block scales");
+  Tensor tensor = finish_loading(take_part(stored, rows, columns));
+  // The part now lives elsewhere: the file's pages need not stay resident for it.
+  if (tensor.raw() < stored.raw() ||
+      static_cast<const uint8_t*>(tensor.raw()) >= static_cast<const uint8_t*>(stored.raw()) + stored.nbytes())
+    io::release_mapped_pages(stored.raw(), stored.nbytes());
+  return tensor;
+}
+
+Tensor WeightLoader::finish_loading(Tensor tensor) {
+  if (tensor.dtype() != DType::i8) {
     if (options_.dtype && *options_.dtype != tensor.dtype()) tensor = tensor.to_dtype(*options_.dtype);
     if (options_.quantize_int8 && quantizable(tensor.shape())) tensor = quantize_int8(tensor);
-    if (tensor.raw() != stored.raw()) io::release_mapped_pages(stored.raw(), stored.nbytes());
   }
   if (!matrix_dtype_ && tensor.shape().rank() == 2) matrix_dtype_ = tensor.dtype();
   loaded_bytes_ += tensor.nbytes() + (tensor.quantized() ? tensor.block_scales().nbytes() : 0);
   return tensor;
+}
+
+parallel::ShardStyle WeightLoader::style_for(const std::string& name) const {
+  if (tensor_parallel_.size() <= 1) return parallel::ShardStyle::replicate;
+  return tensor_parallel_.plan.style_for(name).value_or(parallel::ShardStyle::replicate);
 }
 
 }  // namespace shardlm::models

@@ -105,13 +105,36 @@ TEST_P(BackendConsistency, NormRopeElementwise) {
   EXPECT_LT(relative_error(download(actual), to_doubles(expected)), tolerance);
 }
 
+// copy_columns through the backend under test, or the reference when it is null.
+struct ReferenceOrBackend {
+  Backend* backend = nullptr;
+  void operator()(const Tensor& source, int64_t source_column, const Tensor& out, int64_t out_column,
+                  int64_t width) const {
+    if (backend) return backend->copy_columns(source, source_column, out, out_column, width);
+    reference::copy_columns(source, source_column, out, out_column, width);
+  }
+};
+
 TEST_P(BackendConsistency, EmbeddingAndGather) {
   Tensor table = random_tensor({31, 12}, DType::f16, random_);
   Tensor ids = Tensor::from_i32(std::vector<int32_t>{30, 2, 2, 0}, {4});
   Tensor expected = Tensor::zeros({4, 12}, DType::f32), actual = output({4, 12});
-  reference::embedding(table, ids, expected);
-  backend_->embedding(upload(table), upload(ids), actual);
+  reference::embedding(table, ids, 0, expected);
+  backend_->embedding(upload(table), upload(ids), 0, actual);
   EXPECT_EQ(download(actual), to_doubles(expected));
+  // A vocabulary shard of rows 2..32: id 0 falls outside it.
+  reference::embedding(table, ids, 2, expected);
+  backend_->embedding(upload(table), upload(ids), 2, actual);
+  EXPECT_EQ(download(actual), to_doubles(expected));
+
+  Tensor columns_expected = Tensor::zeros({4, 5}, DType::f32), columns = output({4, 5});
+  for (Tensor* out : {&columns_expected, &columns}) {
+    const Tensor& source = out == &columns ? actual : expected;
+    ReferenceOrBackend copy = out == &columns ? ReferenceOrBackend{backend_.get()} : ReferenceOrBackend{};
+    copy(source, 0, *out, 0, 5);
+    copy(source, 3, *out, 1, 4);
+  }
+  EXPECT_EQ(download(columns), to_doubles(columns_expected));
 
   Tensor rows = Tensor::from_i32(std::vector<int32_t>{3, 1}, {2});
   Tensor picked_expected = Tensor::zeros({2, 12}, DType::f32), picked = output({2, 12});

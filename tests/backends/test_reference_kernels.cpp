@@ -153,10 +153,22 @@ TEST_F(ReferenceKernels, EmbeddingSiluMulAddGather) {
   Tensor table = random_tensor({13, 9}, DType::bf16, random_);
   Tensor ids = Tensor::from_i32(std::vector<int32_t>{12, 0, 5}, {3});
   Tensor embedded = Tensor::zeros({3, 9}, DType::f32);
-  reference::embedding(table, ids, embedded);
+  reference::embedding(table, ids, 0, embedded);
   std::vector<double> rows = to_doubles(table);
   for (int j = 0; j < 9; ++j) EXPECT_EQ(embedded.data<float>()[9 + j], rows[j]);
-  EXPECT_THROW(reference::embedding(table, Tensor::from_i32(std::vector<int32_t>{13}, {1}), embedded), Error);
+  // As the vocabulary shard of ids 5..17: id 0 gives zeros, id 12 row 7, id 5 row 0.
+  reference::embedding(table, ids, 5, embedded);
+  for (int j = 0; j < 9; ++j) {
+    EXPECT_EQ(embedded.data<float>()[j], rows[7 * 9 + j]);
+    EXPECT_EQ(embedded.data<float>()[9 + j], 0.0f);
+    EXPECT_EQ(embedded.data<float>()[18 + j], rows[j]);
+  }
+
+  Tensor wide = Tensor::from_f32(std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7}, {2, 4});
+  Tensor narrow = Tensor::zeros({2, 3}, DType::f32);
+  reference::copy_columns(wide, 1, narrow, 1, 2);
+  EXPECT_EQ(std::vector<float>(narrow.data<float>(), narrow.data<float>() + 6), (std::vector<float>{0, 1, 2, 0, 5, 6}));
+  EXPECT_THROW(reference::copy_columns(wide, 3, narrow, 0, 2), Error);
 
   Tensor gate = random_tensor({3, 9}, DType::f32, random_), up = random_tensor({3, 9}, DType::f32, random_);
   Tensor result = Tensor::zeros({3, 9}, DType::f32);

@@ -71,5 +71,34 @@ TEST(Compile, RecordedValuesHaveNoTensorUntilRun) {
   EXPECT_THROW(recorder.linear(recorder.bind(weights.x), recorder.bind(weights.down)), Error);  // [4,16] x [16,24]
 }
 
+// The tensor-parallel ops on a group of one: a column slice, an all-gather of one
+// part and an in-place all-reduce compile and run as they execute eagerly.
+TEST(Compile, CollectivesAndColumnSlicesOnOneProcess) {
+  std::unique_ptr<backends::Backend> backend = backends::create_backend("cpu");
+  std::shared_ptr<parallel::ProcessGroup> group = parallel::single_process_group();
+  Weights weights;
+  Builder eager(*backend, BuildMode::eager);
+  Value projected = eager.linear(eager.bind(weights.x), eager.bind(weights.query));
+  Value sliced = eager.slice_columns(projected, {{{2, 5}, {9, 12}, {2, 3}}});
+  const Tensor whole = eager.tensor(projected);
+  const Tensor part = eager.tensor(eager.all_gather(sliced, *group, {7}));
+  ASSERT_EQ(part.shape(), (Shape{4, 7}));
+  const int columns[] = {2, 3, 4, 9, 10, 11, 2};
+  for (int row = 0; row < 4; ++row)
+    for (int j = 0; j < 7; ++j) EXPECT_EQ(part.data<float>()[row * 7 + j], whole.data<float>()[row * 16 + columns[j]]);
+  EXPECT_NE(testing::error_of([&] { eager.slice_columns(projected, {{{10, 17}}}); }).find("slice_columns"),
+            std::string::npos);
+  EXPECT_NE(testing::error_of([&] { eager.all_gather(sliced, *group, {6}); }).find("all_gather"), std::string::npos);
+
+  Builder recorder(*backend, BuildMode::record);
+  Value recorded = recorder.linear(recorder.bind(weights.x), recorder.bind(weights.query));
+  Value summed = recorder.all_reduce(recorder.slice_columns(recorded, {{{2, 5}, {9, 12}, {2, 3}}}), *group);
+  Graph graph = recorder.take_graph();
+  EXPECT_GE(graph.values[summed.index].alias_of, 0);  // in place
+  Executable executable = compile(std::move(graph), summed, *backend, {});
+  executable.run(*backend);
+  EXPECT_EQ(testing::to_doubles(executable.tensor(summed)), testing::to_doubles(part));
+}
+
 }  // namespace
 }  // namespace shardlm::graph

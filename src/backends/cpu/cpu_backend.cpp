@@ -18,8 +18,8 @@ class CpuBackend final : public Backend {
   Tensor allocate(Shape shape, DType dtype) override { return Tensor::empty(std::move(shape), dtype); }
   Tensor to_device(const Tensor& host) override { return host; }
 
-  void embedding(const Tensor& table, const Tensor& ids, const Tensor& out) override {
-    reference::embedding(table, ids, out);
+  void embedding(const Tensor& table, const Tensor& ids, int64_t first_row, const Tensor& out) override {
+    reference::embedding(table, ids, first_row, out);
   }
   void linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& out) override {
     cpu::linear(pool_, x, weight, bias, out);
@@ -55,6 +55,10 @@ class CpuBackend final : public Backend {
   void add(const Tensor& a, const Tensor& b, const Tensor& out) override { cpu::add(pool_, a, b, out); }
   void gather_rows(const Tensor& x, const Tensor& indices, const Tensor& out) override {
     reference::gather_rows(x, indices, out);
+  }
+  void copy_columns(const Tensor& source, int64_t source_column, const Tensor& destination,
+                    int64_t destination_column, int64_t width) override {
+    reference::copy_columns(source, source_column, destination, destination_column, width);
   }
   void copy(const Tensor& source, const Tensor& destination) override {
     // Host and device tensors are the same memory on the CPU: nothing to move then.

@@ -22,14 +22,26 @@ float load_f32(const Tensor& tensor, int64_t index) {
   }
 }
 
-void embedding(const Tensor& table, const Tensor& ids, const Tensor& out) {
-  const int64_t vocab = table.shape()[0], hidden = table.shape()[1];
+void embedding(const Tensor& table, const Tensor& ids, int64_t first_row, const Tensor& out) {
+  const int64_t rows = table.shape()[0], hidden = table.shape()[1];
   const int32_t* id = ids.data<int32_t>();
   float* result = out.mutable_data<float>();
   for (int64_t t = 0; t < ids.numel(); ++t) {
-    SHARDLM_CHECK(id[t] >= 0 && id[t] < vocab, "token id ", id[t], " is outside the vocabulary [0, ", vocab, ")");
-    for (int64_t j = 0; j < hidden; ++j) result[t * hidden + j] = load_f32(table, id[t] * hidden + j);
+    const int64_t row = id[t] - first_row;
+    for (int64_t j = 0; j < hidden; ++j)
+      result[t * hidden + j] = row >= 0 && row < rows ? load_f32(table, row * hidden + j) : 0.0f;
   }
+}
+
+void copy_columns(const Tensor& source, int64_t source_column, const Tensor& destination, int64_t destination_column,
+                  int64_t width) {
+  const int64_t rows = source.shape()[0], source_width = source.shape()[1], destination_width = destination.shape()[1];
+  SHARDLM_CHECK(destination.shape()[0] == rows && source_column + width <= source_width &&
+                    destination_column + width <= destination_width,
+                "copy_columns: ", width, " columns do not fit ", source.describe(), " -> ", destination.describe());
+  for (int64_t r = 0; r < rows; ++r)
+    std::memcpy(destination.mutable_data<float>() + r * destination_width + destination_column,
+                source.data<float>() + r * source_width + source_column, static_cast<size_t>(width) * sizeof(float));
 }
 
 void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) {

@@ -13,7 +13,9 @@
 
 namespace shardlm::backends::reference {
 
-void embedding(const Tensor& table, const Tensor& ids, const Tensor& out);
+void embedding(const Tensor& table, const Tensor& ids, int64_t first_row, const Tensor& out);
+void copy_columns(const Tensor& source, int64_t source_column, const Tensor& destination, int64_t destination_column,
+                  int64_t width);
 void linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& out);
 void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out);
 void rope(const Tensor& x, const Tensor& positions, const RotaryEmbedding& rotary);
