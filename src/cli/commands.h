@@ -14,4 +14,7 @@ void add_quantize_command(CLI::App& app);
 void add_random_model_command(CLI::App& app);
 void add_launch_command(CLI::App& app);
 
+// The whole `shardlm` command tree: its description, --version and every subcommand.
+void add_commands(CLI::App& app);
+
 }  // namespace shardlm::cli

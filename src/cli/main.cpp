@@ -7,20 +7,8 @@
 #include "parallel/process_group.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{
-      "shardlm: run Hugging Face causal language models (Llama, Qwen2, Qwen3, GLM-4) natively.\n"
-      "Without --model, commands use the built-in stories260K model."};
-  app.set_version_flag("--version", "shardlm 0.1.0");
-  app.require_subcommand(1);
-  shardlm::cli::add_generate_command(app);
-  shardlm::cli::add_devices_command(app);
-  shardlm::cli::add_download_command(app);
-  shardlm::cli::add_chat_command(app);
-  shardlm::cli::add_tokenize_command(app);
-  shardlm::cli::add_bench_command(app);
-  shardlm::cli::add_quantize_command(app);
-  shardlm::cli::add_random_model_command(app);
-  shardlm::cli::add_launch_command(app);
+  CLI::App app;
+  shardlm::cli::add_commands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {

@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "core/error.h"
+#include "core/limits.h"
 #include "io/model_files.h"
 
 namespace shardlm::io {
@@ -75,6 +76,7 @@ bool ModelFiles::exists(const std::string& filename) const {
 
 std::string ModelFiles::read_text(const std::string& filename) const {
   ByteRegion region = map(filename);
+  limits::check_json_file_size(path_of(filename), region.bytes.size());
   return std::string(reinterpret_cast<const char*>(region.bytes.data()), region.bytes.size());
 }
 

@@ -1,8 +1,8 @@
 #include "models/causal_lm.h"
 
-#include <unistd.h>
-
 #include <limits>
+
+#include "core/limits.h"
 
 namespace shardlm::models {
 namespace {
@@ -30,11 +30,11 @@ StaticCache CausalLM::allocate_cache(backends::Backend& backend, int64_t batch, 
     bytes = layer_bytes && *layer_bytes <= UINT64_MAX - *bytes ? std::optional<uint64_t>(*bytes + *layer_bytes)
                                                                 : std::nullopt;
   }
-  const uint64_t physical = static_cast<uint64_t>(::sysconf(_SC_PHYS_PAGES)) * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
-  if (!bytes || *bytes > physical)
+  const uint64_t available = limits::available_memory_bytes();
+  if (!bytes || *bytes > available)
     fail("a KV cache of ", batch, " rows × ", max_cache_len, " positions needs ",
-         bytes ? str_cat(*bytes, " bytes") : std::string("more bytes than fit in 64 bits"), " but this machine has ",
-         physical, " bytes of memory: lower max_cache_len (or the batch size)");
+         bytes ? str_cat(*bytes, " bytes") : std::string("more bytes than fit in 64 bits"), " but only ", available,
+         " bytes of memory are available: lower max_cache_len (or the batch size)");
 
   StaticCache cache;
   cache.batch = batch;

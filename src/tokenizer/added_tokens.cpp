@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/limits.h"
 #include "tokenizer/utf8.h"
 
 namespace shardlm::tokenizer::detail {
@@ -145,7 +146,10 @@ void AddedVocabulary::load(const Json& added_tokens, const JsonPath& where,
     JsonPath at = where.index(i);
     AddedToken token;
     int64_t id = get_int_or(entry, "id", -1, at);
-    if (id < 0 || id > INT32_MAX) at.child("id").fail("expected a non-negative 32-bit id");
+    if (id < 0) at.child("id").fail("expected a non-negative id");
+    if (id > limits::max_token_id)
+      at.child("id").fail(str_cat("id ", id, " is above the limit of ", limits::max_token_id,
+                                  " (no real vocabulary is that large)"));
     token.id = static_cast<int32_t>(id);
     token.content = get_string(entry, "content", at);
     token.single_word = get_bool_or(entry, "single_word", false, at);

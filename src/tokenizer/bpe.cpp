@@ -9,6 +9,7 @@
 #include <shared_mutex>
 
 #include "core/error.h"
+#include "core/limits.h"
 #include "tokenizer/components.h"
 #include "tokenizer/json_scan.h"
 #include "tokenizer/tokenizer_impl.h"
@@ -296,7 +297,10 @@ int32_t fill_vocab(std::vector<std::pair<std::string, int64_t>> entries, TokenMa
   vocab.reserve(entries.size());
   int32_t max_id = -1;
   for (auto& [token, id] : entries) {
-    if (id < 0 || id > INT32_MAX) where.fail(str_cat("token \"", token, "\" has an invalid id ", id));
+    if (id < 0) where.fail(str_cat("token \"", token, "\" has an invalid id ", id));
+    if (id > limits::max_token_id)
+      where.fail(str_cat("token \"", token, "\" has id ", id, ", above the limit of ", limits::max_token_id,
+                         " (no real vocabulary is that large)"));
     max_id = std::max(max_id, static_cast<int32_t>(id));
     // A repeated key keeps its last value, as JSON parsers do.
     vocab.insert_or_assign(token, static_cast<int32_t>(id));

@@ -359,7 +359,7 @@ Value Evaluator::run_macro(const Stmt& stmt, const Body& body,
     }
   }
   for (auto& [key, value] : args.keyword) {
-    const bool is_parameter = std::any_of(parameters.begin(), parameters.end(), [&](const auto& p) { return p.first == key; });
+    const bool is_parameter = std::any_of(parameters.begin(), parameters.end(), [&key = key](const auto& p) { return p.first == key; });
     if (is_parameter) {
       if (scope.count(key)) fail("TypeError: macro '", stmt.name, "' got multiple values for argument '", key, "'");
       scope[key] = value;

@@ -72,7 +72,9 @@ bool is_word_char(char32_t c) {
 std::vector<std::string> split_lines(Evaluator& evaluator, const std::string& s) {
   std::vector<std::string> lines;
   CallArgs none;
-  for (const auto& line : get_method(Value(s), "splitlines").as_callable().function(evaluator, none).as_list()) {
+  // Held by name: the range of a range-for over a temporary's member dies before the loop.
+  const Value split = get_method(Value(s), "splitlines").as_callable().function(evaluator, none);
+  for (const auto& line : split.as_list()) {
     lines.push_back(line.as_string());
   }
   return lines;

@@ -30,7 +30,7 @@ Arguments::Arguments(const std::string& function, const CallArgs& args, std::ini
   }
   for (const auto& [key, value] : args.keyword) {
     const auto it = std::find_if(parameter_names.begin(), parameter_names.end(),
-                                 [&](const char* n) { return key == n; });
+                                 [&key = key](const char* n) { return key == n; });
     if (it == parameter_names.end()) fail("TypeError: ", function, "() got an unexpected keyword argument '", key, "'");
     const size_t index = it - parameter_names.begin();
     if (bound_[index] != nullptr) fail("TypeError: ", function, "() got multiple values for argument '", key, "'");

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/limits.h"
 #include "tokenizer/components.h"
 
 namespace shardlm::tokenizer::detail {
@@ -15,12 +16,18 @@ std::string read_file(const std::string& path, const char* what) {
   std::string text;
   if (std::fseek(file.get(), 0, SEEK_END) == 0) {
     long size = std::ftell(file.get());
-    if (size > 0) text.reserve(static_cast<size_t>(size));
+    if (size > 0) {
+      limits::check_json_file_size(path, static_cast<size_t>(size));
+      text.reserve(static_cast<size_t>(size));
+    }
     std::fseek(file.get(), 0, SEEK_SET);
   }
   char buffer[1 << 16];
   size_t n;
-  while ((n = std::fread(buffer, 1, sizeof(buffer), file.get())) > 0) text.append(buffer, n);
+  while ((n = std::fread(buffer, 1, sizeof(buffer), file.get())) > 0) {
+    text.append(buffer, n);
+    limits::check_json_file_size(path, text.size());  // a file that grew, or a pipe
+  }
   if (std::ferror(file.get())) shardlm::fail("cannot read ", what, " ", path, ": ", std::strerror(errno));
   return text;
 }

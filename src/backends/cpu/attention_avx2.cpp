@@ -97,7 +97,7 @@ void flash_block_any(const float* const* queries, const int32_t* positions, int6
 
 FlashBlockKernel avx2_flash_block(int64_t head_dim) {
   const bool supported =
-      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+      cpu_has_avx2_fma_f16c();
   return supported && head_dim % panel_width == 0 && head_dim <= flash_max_head_dim ? flash_block_any : nullptr;
 }
 

@@ -2,6 +2,7 @@
 // AVX2/FMA/F16C building blocks shared by the kernels compiled with those
 // instructions (matmul_avx2.cpp, attention_avx2.cpp). Include only from such files.
 
+#include <cpuid.h>
 #include <immintrin.h>
 
 #include <algorithm>
@@ -13,6 +14,18 @@
 // Register tiles live in small arrays indexed by compile-time loops; fully unrolled,
 // they stay in registers (GCC's -O2 would keep some loops and spill the arrays).
 #define SHARDLM_UNROLL _Pragma("GCC unroll 16")
+
+namespace shardlm::backends::cpu {
+
+// Whether this CPU runs what these kernels use. F16C is read from CPUID directly:
+// clang's __builtin_cpu_supports does not know it.
+inline bool cpu_has_avx2_fma_f16c() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
+  return f16c && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+}  // namespace shardlm::backends::cpu
 
 namespace shardlm::backends::cpu::avx2 {
 

@@ -196,7 +196,7 @@ void gemm(const float* x, int64_t rows, const WeightView& w, int64_t o_begin, in
 const MatmulKernels* avx2_matmul_kernels() {
   static const MatmulKernels kernels{"avx2", gemv, gemm};
   static const bool supported =
-      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+      cpu_has_avx2_fma_f16c();
   return supported ? &kernels : nullptr;
 }
 
