@@ -9,6 +9,16 @@
 #include "tokenizer/utf8.h"
 
 namespace shardlm::tokenizer {
+namespace {
+
+// "ff" for the byte 0xff: how an error names a byte that is not text.
+std::string hex_byte(char byte) {
+  static const char digits[] = "0123456789abcdef";
+  const auto value = static_cast<unsigned char>(byte);
+  return {digits[value >> 4], digits[value & 15]};
+}
+
+}  // namespace
 
 namespace detail {
 
@@ -140,7 +150,8 @@ void TokenizerImpl::encode(std::string_view text, bool add_special_tokens,
                            std::vector<int32_t>& ids) const {
   size_t invalid = utf8::find_invalid(text);
   if (invalid != std::string_view::npos) {
-    fail("tokenizer ", source, ": input text is not valid UTF-8 (byte ", invalid, ")");
+    fail("tokenizer ", source, ": input text is not valid UTF-8: invalid byte 0x", hex_byte(text[invalid]),
+         " at offset ", invalid, " (encode takes UTF-8 text; decode bytes from other encodings first)");
   }
   std::vector<Segment> raw_segments;
   added.raw_matcher().split(text, raw_segments);

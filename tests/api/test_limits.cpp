@@ -68,6 +68,25 @@ TEST_F(Limits, SafetensorsHeaderOverOneHundredMegabytes) {
   EXPECT_NE(message.find("runs past the end of the file"), std::string::npos) << message;
 }
 
+// A tensor's byte size must fit in 64 bits, and each dimension in int64, before any
+// offset arithmetic: 2^31 × 2^31 float32 elements are exactly 2^64 bytes.
+TEST_F(Limits, SafetensorsShapesWhoseSizeOverflows) {
+  auto open_with_shape = [&](const std::string& shape) {
+    const std::string header =
+        str_cat(R"({"w":{"dtype":"F32","shape":)", shape, R"(,"data_offsets":[0,16]}})");
+    std::ofstream out(path("s.safetensors"), std::ios::binary);
+    for (int i = 0; i < 8; ++i) out.put(static_cast<char>((header.size() >> (8 * i)) & 0xff));
+    out << header << std::string(16, '\0');
+    out.close();
+    return error_of([&] { io::SafetensorsFile::open(path("s.safetensors")); });
+  };
+  EXPECT_NE(open_with_shape("[2147483648,2147483648]").find("shape size overflows"), std::string::npos);
+  const std::string under = open_with_shape("[2147483648,2147483647]");
+  EXPECT_EQ(under.find("overflows"), std::string::npos) << under;
+  EXPECT_NE(under.find("16"), std::string::npos) << under;  // refused for its size, 16 bytes of data
+  EXPECT_NE(open_with_shape("[9223372036854775808]").find("dimension too large"), std::string::npos);
+}
+
 std::string tokenizer_json(int64_t vocab_id, int64_t added_id) {
   return str_cat(R"({"version": "1.0", "added_tokens": [{"id": )", added_id,
                  R"(, "content": "<s>", "special": true}], "model": {"type": "BPE", "vocab": {"a": 0, "b": )", vocab_id,

@@ -29,6 +29,26 @@ std::string load_error(const std::string& json) {
   return "";
 }
 
+// Encoding bytes that are not UTF-8 is refused, naming the first bad byte and its offset
+// (the Rust library cannot receive such bytes at all: its input is a Rust string).
+TEST(TokenizerErrors, InvalidUtf8IsRefusedWithTheByteOffset) {
+  Tokenizer tok = Tokenizer::from_json(minimal(), "test.json");
+  auto error_for = [&](const std::string& text) {
+    try {
+      tok.encode(text, false);
+    } catch (const shardlm::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  EXPECT_NE(error_for("ab\xff").find("invalid byte 0xff at offset 2"), std::string::npos) << error_for("ab\xff");
+  EXPECT_NE(error_for("a\xe2\x82").find("at offset 1"), std::string::npos);         // truncated sequence
+  EXPECT_NE(error_for("\xc0\x80").find("invalid byte 0xc0 at offset 0"), std::string::npos);  // overlong
+  EXPECT_NE(error_for("ab\xed\xa0\x80").find("at offset 2"), std::string::npos);    // a UTF-16 surrogate
+  EXPECT_NE(error_for("\xf4\x90\x80\x80").find("at offset 0"), std::string::npos);  // above U+10FFFF
+  EXPECT_EQ(error_for("ab\xc3\xa9").find("UTF-8"), std::string::npos);  // é is valid UTF-8
+}
+
 TEST(TokenizerErrors, MinimalLoadsAndMerges) {
   Tokenizer tok = Tokenizer::from_json(minimal(), "test.json");
   EXPECT_EQ(tok.encode("ab", false), (std::vector<int32_t>{2}));
