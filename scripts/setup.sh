@@ -20,8 +20,15 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive "${sudo_prefix[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 fi
 
+# The CUDA toolkit is not a Debian package here; where it is installed (nvcc under
+# /usr/local/cuda) the CUDA backend is built too, else the build is CPU-only.
+if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then
+  export CUDACXX=/usr/local/cuda/bin/nvcc
+fi
+
 jobs=$(nproc)
 # -g1: line tables for backtraces, without the full debug info that costs a fifth of the build.
+# Unity build: each library compiles as a few large files (a third of the build time).
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" \
-  >/dev/null
+  -DCMAKE_UNITY_BUILD=ON >/dev/null
 cmake --build build -j "$jobs"

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
@@ -26,7 +27,12 @@ std::string error_of(Action action) {
   return "(no error)";
 }
 
-inline std::string data_path(const std::string& relative) { return std::string(SHARDLM_TEST_DATA_DIR) + "/" + relative; }
+// SHARDLM_TEST_DATA_DIR in the environment overrides the build's path: test binaries run
+// from a bundle on another machine (bench/device/check.sh) find the data there.
+inline std::string data_path(const std::string& relative) {
+  const char* moved = std::getenv("SHARDLM_TEST_DATA_DIR");
+  return std::string(moved ? moved : SHARDLM_TEST_DATA_DIR) + "/" + relative;
+}
 
 // max|actual - expected| / max|expected|, the fixtures' tolerance measure.
 inline double relative_error(const float* actual, const float* expected, size_t count) {

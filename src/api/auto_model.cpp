@@ -36,16 +36,15 @@ AutoModelForCausalLM AutoModelForCausalLM::from_pretrained(const std::string& pa
     io::ModelFiles files = io::resolve_model(path_or_id, {.revision = options.revision});
     impl->config = io::load_model_config(files);
     const int ranks_on_host = tensor_parallel.group ? tensor_parallel.group->local_size() : 1;
-    // One device per rank: a bare "cuda" means the device of this rank's local rank.
-    const std::string device = tensor_parallel.group && options.device_map == "cuda"
-                                   ? str_cat("cuda:", tensor_parallel.group->local_rank())
-                                   : options.device_map;
-    impl->backend = backends::create_backend(device, api::default_threads(options.threads, ranks_on_host));
+    impl->backend = backends::create_backend(api::rank_device(options.device_map, tensor_parallel.group.get()),
+                                             api::default_threads(options.threads, ranks_on_host));
+    if (tensor_parallel.group) tensor_parallel.group = api::device_process_group(tensor_parallel.group, *impl->backend);
     impl->checkpoint = io::Checkpoint::open(files);
     impl->model = models::create_causal_lm(impl->config, impl->checkpoint,
                                            {.dtype = options.dtype,
                                             .quantize_int8 = options.quantize == "int8",
-                                            .kv_cache_dtype = options.kv_cache_dtype},
+                                            .kv_cache_dtype = options.kv_cache_dtype,
+                                            .device = impl->backend.get()},
                                            tensor_parallel);
     impl->generator = std::make_unique<generation::Generator>(*impl->model, *impl->backend,
                                                               io::load_generation_config(files, impl->config));

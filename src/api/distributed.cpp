@@ -4,6 +4,9 @@
 
 #include "api/impl.h"
 #include "core/logging.h"
+#ifdef SHARDLM_HAVE_CUDA
+#include "parallel/nccl_process_group.h"
+#endif
 
 namespace shardlm::api {
 
@@ -36,6 +39,25 @@ parallel::TensorParallel join_tensor_parallel(const std::optional<DistributedCon
     }
   }
   return tensor_parallel;
+}
+
+std::string rank_device(const std::string& device_map, const parallel::ProcessGroup* group) {
+  if (!group || device_map != "cuda") return device_map;
+  // `shardlm launch` leaves each process one visible GPU (CUDA_VISIBLE_DEVICES); under a
+  // plain mpirun every process sees them all and takes the one of its local rank.
+  for (const backends::BackendInfo& info : backends::list_backends())
+    if (info.name == "cuda" && info.device_count == 1) return "cuda:0";
+  return str_cat("cuda:", group->local_rank());
+}
+
+std::shared_ptr<parallel::ProcessGroup> device_process_group(std::shared_ptr<parallel::ProcessGroup> group,
+                                                             backends::Backend& backend) {
+  if (backend.device().kind == DeviceKind::cpu || group->size() == 1) return group;
+#ifdef SHARDLM_HAVE_CUDA
+  return parallel::nccl_process_group(std::move(group), backend);
+#else
+  fail("tensor parallelism on ", backend.name(), " needs NCCL, which this build lacks");
+#endif
 }
 
 int default_threads(int requested, int ranks_on_this_host) {

@@ -40,6 +40,13 @@ AutoTokenizer::Impl load_tokenizer(const io::ModelFiles& files);
 // equal the job's process count. Ranks other than 0 log only warnings and errors unless
 // verbose logging is on.
 parallel::TensorParallel join_tensor_parallel(const std::optional<DistributedConfig>& config);
+// The device this rank drives for `device_map`: under tensor parallelism a bare "cuda" is
+// the GPU of this rank's local rank (or the only one it can see).
+std::string rank_device(const std::string& device_map, const parallel::ProcessGroup* group);
+// The group the model's collectives use on `backend`: `group` itself on the CPU (MPI), an
+// NCCL group bootstrapped over it on a GPU.
+std::shared_ptr<parallel::ProcessGroup> device_process_group(std::shared_ptr<parallel::ProcessGroup> group,
+                                                             backends::Backend& backend);
 // `requested` CPU threads, or when 0 this host's hardware threads shared by its ranks
 // (`ranks_on_this_host` processes of a tensor-parallel job).
 int default_threads(int requested, int ranks_on_this_host);

@@ -1,9 +1,10 @@
 #pragma once
 // A Backend executes ops on one device. The graph layer allocates every output
-// and passes it in; kernels keep only per-thread scratch that grows on the first
-// use of a size, so a warmed-up step allocates nothing. Activations are f32; weights may
-// be f32, bf16 or f16 and are widened inside the kernels.
+// and passes it in; kernels keep only scratch that grows on the first use of a size, so
+// a warmed-up step allocates nothing. Activations are f32; weights may be f32, bf16 or
+// f16 (int8 with block scales on the CPU) and are widened inside the kernels.
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -12,6 +13,12 @@
 #include "core/tensor.h"
 
 namespace shardlm::backends {
+
+// A backend's record of a fixed sequence of ops (a CUDA graph), kept by whoever runs it.
+class Replay {
+ public:
+  virtual ~Replay() = default;
+};
 
 class Backend {
  public:
@@ -69,6 +76,22 @@ class Backend {
   // source, destination f32 [rows, *] with the same rows
   virtual void copy_columns(const Tensor& source, int64_t source_column, const Tensor& destination,
                             int64_t destination_column, int64_t width) = 0;
+  // The k largest values of each row, descending, equal values in index order and NaN
+  // above all (torch.topk): logits f32 [rows, vocab] -> values f32 [rows, k], indices i32
+  // [rows, k] (index -1 past a row shorter than k). Sampling reads these k candidates
+  // instead of moving the whole row off the device.
+  virtual void top_k(const Tensor& logits, const Tensor& values, const Tensor& indices) = 0;
+  // Largest k top_k takes on this backend.
+  virtual int64_t max_top_k() const = 0;
+
+  // Runs `ops`, a fixed sequence of this backend's ops on fixed tensors that will run again
+  // (a compiled executable). A backend that can record it once and replay the record keeps
+  // that in `replay` (CUDA graphs); the default runs the ops each time.
+  virtual void run_replayable(std::unique_ptr<Replay>& replay, const std::function<void()>& ops) {
+    (void)replay;
+    ops();
+  }
+
   // Copies between tensors of the same shape and dtype: on this device, to the host, from the host.
   virtual void copy(const Tensor& source, const Tensor& destination) = 0;
   virtual void copy_to_host(const Tensor& source, const Tensor& destination) = 0;

@@ -21,7 +21,7 @@ namespace {
 
 struct BenchArguments {
   ModelArguments model;
-  int64_t prompt_tokens = 512, generated_tokens = 128, tg_prompt_tokens = 64, repetitions = 3;
+  int64_t prompt_tokens = 512, generated_tokens = 128, tg_prompt_tokens = 64, repetitions = 3, batch = 1;
   std::optional<int64_t> prefill_chunk;
   std::optional<double> bandwidth_gbs, fma_peak_gflops;
   std::string output = "text";
@@ -103,8 +103,10 @@ void run(const BenchArguments& args) {
       GenerationConfig decode = generation;
       decode.max_new_tokens = args.generated_tokens + 1;  // the first token ends the prefill
       decode.prefill_chunk_size = args.prefill_chunk.value_or(args.tg_prompt_tokens);
-      model.generate(
-          {.input_ids = {random_prompt(args.tg_prompt_tokens, config.vocab_size, random)}, .attention_mask = {}}, decode);
+      std::vector<std::vector<int64_t>> prompts;
+      for (int64_t row = 0; row < args.batch; ++row)
+        prompts.push_back(random_prompt(args.tg_prompt_tokens, config.vocab_size, random));
+      model.generate({.input_ids = prompts, .attention_mask = {}}, decode);
       if (repetition >= 0) {
         const AutoModelForCausalLM::Stats stats = model.last_stats();
         tg.push_back(stats.decode_tokens_per_s);
@@ -116,20 +118,25 @@ void run(const BenchArguments& args) {
   // Measured only when needed and not given (each probe takes a second or two). Ranks on
   // one host share its bandwidth: each gets its share of a given figure, and probes at
   // the same time as the others.
+  // On an accelerator the CPU's limits say nothing: its figures must be given.
   if (local_ranks > 1) parallel::world_process_group()->barrier();
-  const double bandwidth = args.bandwidth_gbs ? *args.bandwidth_gbs / local_ranks
-                           : args.generated_tokens > 0 ? backends::cpu::measure_read_bandwidth_gbs(threads)
-                                                       : 0;
+  const bool on_cpu = model.device() == "cpu";
+  const double bandwidth = args.bandwidth_gbs ? *args.bandwidth_gbs / (on_cpu ? local_ranks : 1)
+                           : args.generated_tokens > 0 && on_cpu ? backends::cpu::measure_read_bandwidth_gbs(threads)
+                                                                 : 0;
   const double peak = args.fma_peak_gflops ? *args.fma_peak_gflops
-                      : args.prompt_tokens > 0 ? backends::cpu::measure_fma_peak_gflops(threads)
-                                               : 0;
+                      : args.prompt_tokens > 0 && on_cpu ? backends::cpu::measure_fma_peak_gflops(threads)
+                                                         : 0;
   const Spread pp_spread = spread_of(pp), tg_spread = spread_of(tg), communication = spread_of(tg_communication_ms);
-  const double tg_roofline = bandwidth > 0 ? bandwidth * 1e9 / cost.read_bytes : 0;        // tok/s
+  // Decoding a batch reads the weights once per step for all its rows.
+  const double tg_roofline = bandwidth > 0 ? args.batch * bandwidth * 1e9 / cost.read_bytes : 0;  // tok/s
   const double pp_roofline = peak > 0 ? peak * 1e9 / cost.matmul_flops : 0;                // tok/s
   const std::string dtype = args.model.quantize.empty() ? (args.model.dtype.empty() ? "as stored" : args.model.dtype)
                                                         : args.model.quantize;
   nlohmann::json result = {
       {"model", args.model.model},
+      {"device", model.device()},
+      {"tg_batch", args.batch},
       {"weights", dtype},
       {"threads", threads},
       {"tp_size", model.tp_size()},
@@ -155,8 +162,9 @@ void run(const BenchArguments& args) {
     std::printf("%s\n", result.dump().c_str());
     return;
   }
-  std::printf("model %s, weights %s, %d threads, %.3f GB of weights, peak RSS %.3f GB%s\n", args.model.model.c_str(),
-              dtype.c_str(), threads, model.weight_bytes() / 1e9, peak_rss / 1e9,
+  std::printf("model %s on %s, weights %s, %d threads, %.3f GB of weights, peak RSS %.3f GB%s\n",
+              args.model.model.c_str(), model.device().c_str(), dtype.c_str(), threads, model.weight_bytes() / 1e9,
+              peak_rss / 1e9,
               model.tp_size() > 1 ? str_cat(" (per rank of tp_size ", model.tp_size(), ")").c_str() : "");
   std::printf("%-8s %12s %10s %s\n", "test", "tok/s", "stddev", "share of the machine's limit");
   if (args.prompt_tokens > 0)
@@ -164,9 +172,10 @@ void run(const BenchArguments& args) {
                 static_cast<long long>(args.prompt_tokens), pp_spread.mean, pp_spread.deviation,
                 result["pp_percent_of_fma_peak"].get<double>(), peak, cost.matmul_flops / 1e9);
   if (args.generated_tokens > 0)
-    std::printf("tg%-6lld %12.2f %10.2f %.1f%% of %.1f GB/s read bandwidth (%.3f GB/token)\n",
+    std::printf("tg%-6lld %12.2f %10.2f %.1f%% of %.1f GB/s read bandwidth (%.3f GB/token)%s\n",
                 static_cast<long long>(args.generated_tokens), tg_spread.mean, tg_spread.deviation,
-                result["tg_percent_of_roofline"].get<double>(), bandwidth, cost.read_bytes / 1e9);
+                result["tg_percent_of_roofline"].get<double>(), bandwidth, cost.read_bytes / 1e9,
+                args.batch > 1 ? str_cat(", batch ", args.batch, ": tokens of all rows").c_str() : "");
   if (args.generated_tokens > 0 && model.tp_size() > 1)
     std::printf("tg communication: %.3f ms per token in all-reduce/all-gather (rank 0)\n", communication.mean);
 }
@@ -187,6 +196,9 @@ void add_bench_command(CLI::App& app) {
   command->add_option("--tg-prompt", args->tg_prompt_tokens, "tg test: prompt tokens before generating")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  command->add_option("--batch,-b", args->batch, "tg test: prompts decoded together (tok/s counts every row)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   command->add_option("--repetitions,-r", args->repetitions, "Timed runs of each test, after one warm-up run")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
@@ -194,10 +206,12 @@ void add_bench_command(CLI::App& app) {
                       "Prompt tokens per prefill step (default: the whole prompt in one step)")
       ->check(CLI::PositiveNumber);
   command->add_option("--bandwidth-gbs", args->bandwidth_gbs,
-                      "Memory read bandwidth of the host for the tg roofline (default: measured now, see "
-                      "bench/roofline); under tensor parallelism each rank on the host counts its share");
+                      "Memory read bandwidth for the tg roofline (default on the CPU: measured now, see "
+                      "bench/roofline; on a GPU give its HBM figure); under CPU tensor parallelism each rank on the "
+                      "host counts its share");
   command->add_option("--fma-peak-gflops", args->fma_peak_gflops,
-                      "f32 FMA peak for the pp share (default: measured now)");
+                      "Matrix peak for the pp share: the CPU's f32 FMA peak (default: measured now), or a GPU's bf16 "
+                      "matrix peak (give it)");
   command->add_option("--output,-o", args->output, "text, or json (one object)")
       ->capture_default_str()
       ->check(CLI::IsMember({"text", "json"}));

@@ -1,4 +1,5 @@
 #include <cstdio>
+#include <cstdlib>
 
 #include "backends/backend.h"
 #include "cli/commands.h"
@@ -13,6 +14,8 @@ void add_devices_command(CLI::App& app) {
     for (const backends::BackendInfo& info : backends::list_backends())
       std::printf("%-6s %-10s %-8d %s\n", info.name.c_str(), info.available ? "yes" : "no", info.device_count,
                   info.detail.c_str());
+    // Which GPUs this process may see (`shardlm launch` gives each rank its own).
+    if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES")) std::printf("CUDA_VISIBLE_DEVICES=%s\n", visible);
   });
 }
 

@@ -2,7 +2,9 @@
 // `shardlm launch --nproc-per-node 4 -- shardlm generate --tp-size 4 ...` is all a user types.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <thread>
@@ -12,6 +14,8 @@
 
 namespace shardlm::cli {
 namespace {
+
+constexpr const char* one_gpu_per_rank_variable = "SHARDLM_ONE_GPU_PER_RANK";
 
 struct LaunchArguments {
   int nproc_per_node = 1;
@@ -45,6 +49,9 @@ std::vector<std::string> mpirun_command(const LaunchArguments& args) {
   // Each rank runs a thread pool of its share of the cores; binding a rank to one core
   // would squeeze that pool onto it.
   command.insert(command.end(), {"--bind-to", "none"});
+  // Each rank then narrows CUDA_VISIBLE_DEVICES to the GPU of its local rank
+  // (show_each_rank_its_gpu), so that every process sees its device as cuda:0.
+  command.insert(command.end(), {"-x", std::string(one_gpu_per_rank_variable) + "=1"});
   for (size_t i = 0; i < args.command.size(); ++i)
     command.push_back(i == 0 && args.command[0] == "shardlm" ? this_executable() : args.command[i]);
   return command;
@@ -75,6 +82,28 @@ void run_launch(const LaunchArguments& args) {
 }
 
 }  // namespace
+
+void show_each_rank_its_gpu() {
+  const char* requested = std::getenv(one_gpu_per_rank_variable);
+  const char* local_rank_text = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+  if (!requested || std::string(requested) != "1" || !local_rank_text) return;
+  const int local_rank = std::atoi(local_rank_text);
+  std::vector<std::string> devices;
+  if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES")) {
+    std::string list = visible;
+    for (size_t begin = 0; begin <= list.size();) {
+      const size_t end = std::min(list.find(',', begin), list.size());
+      if (end > begin) devices.push_back(list.substr(begin, end - begin));
+      begin = end + 1;
+    }
+  }
+  // Unset: the host's GPUs in order. More ranks than listed GPUs: left alone, so the
+  // backend's error names the device count.
+  if (devices.empty()) devices.push_back(std::to_string(local_rank));
+  else if (local_rank < static_cast<int>(devices.size())) devices = {devices[local_rank]};
+  else return;
+  ::setenv("CUDA_VISIBLE_DEVICES", devices.front().c_str(), 1);
+}
 
 void add_launch_command(CLI::App& app) {
   auto args = std::make_shared<LaunchArguments>();

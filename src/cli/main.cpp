@@ -7,6 +7,7 @@
 #include "parallel/process_group.h"
 
 int main(int argc, char** argv) {
+  shardlm::cli::show_each_rank_its_gpu();
   CLI::App app;
   shardlm::cli::add_commands(app);
   try {

@@ -103,6 +103,8 @@ Tensor Tensor::view_bytes(size_t byte_offset, Shape shape, DType dtype) const {
 }
 
 Tensor Tensor::to_dtype(DType dtype) const {
+  SHARDLM_CHECK(device_.kind == DeviceKind::cpu, "to_dtype of ", describe(), " on ", device_.to_string(),
+                ": only host tensors convert; copy it to the host first");
   Tensor result = zeros(shape_, dtype);
   if (dtype == dtype_) {
     std::memcpy(result.mutable_raw(), data_, nbytes());

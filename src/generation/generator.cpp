@@ -83,6 +83,16 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+// How many of each row's best logits decide its next token (sampling on the device), or 0
+// when the whole row is needed: a repetition penalty reorders logits by history, and
+// sampling without top_k reads every token. Sampling fetches one more than top_k, to see
+// whether the k-th value ties with the next (torch.topk then keeps both).
+int64_t candidate_count(const SamplingSettings& sampling, int64_t max_top_k, int64_t vocab) {
+  if (sampling.repetition_penalty != 1.0f) return 0;
+  const int64_t count = !sampling.do_sample ? 1 : sampling.top_k > 0 ? sampling.top_k + 1 : 0;
+  return count > 0 && count <= max_top_k && count < vocab ? count : 0;
+}
+
 // What one row of a batched generation carries between steps.
 struct RowState {
   std::vector<int64_t> history;  // prompt + generated
@@ -162,19 +172,38 @@ Generator::StepSlot& Generator::slot(const char* phase, int64_t batch, int64_t t
   });
 }
 
-const Tensor& Generator::run(StepSlot& slot) {
+const Tensor& Generator::run_on_device(StepSlot& slot) {
   backend_.copy_from_host(slot.host_ids, slot.ids);
   backend_.copy_from_host(slot.host_positions, slot.positions);
   backend_.copy_from_host(slot.host_rows, slot.rows);
   if (slot.executable) {
     slot.executable->run(backend_);
-    backend_.copy_to_host(slot.executable->tensor(slot.logits), slot.host_logits);
-  } else {
-    graph::Builder builder(backend_, graph::BuildMode::eager);
-    graph::Value logits = model_.forward(builder, {slot.ids, slot.positions, slot.rows}, cache_);
-    backend_.copy_to_host(builder.tensor(logits), slot.host_logits);
+    return slot.executable->tensor(slot.logits);
   }
+  graph::Builder builder(backend_, graph::BuildMode::eager);
+  graph::Value logits = model_.forward(builder, {slot.ids, slot.positions, slot.rows}, cache_);
+  slot.eager_logits = builder.tensor(logits);
+  return slot.eager_logits;
+}
+
+const Tensor& Generator::run(StepSlot& slot) {
+  backend_.copy_to_host(run_on_device(slot), slot.host_logits);
   return slot.host_logits;
+}
+
+const Tensor& Generator::run_to_candidates(StepSlot& slot, int64_t count) {
+  if (!slot.candidate_values.defined() || slot.candidate_values.shape()[1] != count) {
+    const Shape shape{slot.host_rows.numel(), count};
+    slot.host_candidate_values = Tensor::zeros(shape, DType::f32);
+    slot.host_candidate_ids = Tensor::zeros(shape, DType::i32);
+    slot.candidate_values = backend_.to_device(slot.host_candidate_values);
+    slot.candidate_ids = backend_.to_device(slot.host_candidate_ids);
+  }
+  const Tensor& logits = run_on_device(slot);
+  backend_.top_k(logits, slot.candidate_values, slot.candidate_ids);
+  backend_.copy_to_host(slot.candidate_values, slot.host_candidate_values);
+  backend_.copy_to_host(slot.candidate_ids, slot.host_candidate_ids);
+  return logits;
 }
 
 Tensor Generator::forward(std::span<const int64_t> ids, int64_t start_position, bool all_positions) {
@@ -277,10 +306,12 @@ std::vector<GenerationResult> Generator::generate(const std::vector<std::vector<
     }
   }
 
-  // Selects each unfinished row's next token from its logits and reports it.
-  auto advance = [&](size_t r, std::span<float> logits, int64_t step) {
+  // Selects each unfinished row's next token from its logits (over the whole vocabulary,
+  // or over the candidates `ids` when given) and reports it.
+  auto advance = [&](size_t r, std::span<float> logits, int64_t step, std::span<const int32_t> ids = {}) {
     RowState& row = rows[r];
-    const int64_t token = row.selector.select(logits, row.history);
+    const int64_t selected = row.selector.select(logits, row.history);
+    const int64_t token = ids.empty() ? selected : ids[static_cast<size_t>(selected)];
     row.history.push_back(token);
     row.result.generated.push_back(token);
     std::string text = row.decoder ? row.decoder->push(static_cast<int32_t>(token)) : std::string();
@@ -313,6 +344,10 @@ std::vector<GenerationResult> Generator::generate(const std::vector<std::vector<
 
   const auto decode_start = std::chrono::steady_clock::now();
   StepSlot* step = nullptr;
+  const int64_t candidates = candidate_count(settings.sampling, backend_.max_top_k(), vocab);
+  std::vector<std::pair<int32_t, float>> by_id;  // this row's candidates (id, logit)
+  std::vector<int32_t> candidate_ids;             // ... sorted by id,
+  std::vector<float> candidate_logits;            // and their logits in that order
   for (int64_t step_index = 1; step_index < settings.max_new_tokens; ++step_index) {
     bool any_running = false;
     for (const RowState& row : rows) any_running |= !row.finished;
@@ -326,10 +361,40 @@ std::vector<GenerationResult> Generator::generate(const std::vector<std::vector<
           row.finished ? -1 : static_cast<int32_t>(row.history.size() - 1);
       step->host_rows.mutable_data<int32_t>()[b] = static_cast<int32_t>(b);
     }
-    const Tensor& logits = run(*step);
+    if (candidates == 0) {
+      const Tensor& logits = run(*step);
+      for (int64_t b = 0; b < batch; ++b) {
+        if (rows[b].finished) continue;
+        advance(static_cast<size_t>(b), std::span(logits.mutable_data<float>() + b * vocab, vocab), step_index);
+        ++stats_.decode_tokens;
+      }
+      continue;
+    }
+    const Tensor& device_logits = run_to_candidates(*step, candidates);
+    bool whole_rows_copied = false;
     for (int64_t b = 0; b < batch; ++b) {
       if (rows[b].finished) continue;
-      advance(static_cast<size_t>(b), std::span(logits.mutable_data<float>() + b * vocab, vocab), step_index);
+      const float* values = step->host_candidate_values.data<float>() + b * candidates;
+      const int32_t* ids = step->host_candidate_ids.data<int32_t>() + b * candidates;
+      const int64_t kept = settings.sampling.do_sample ? candidates - 1 : 1;
+      // A tie across the top_k boundary keeps more than top_k tokens; a short row lacks some.
+      bool whole_row_needed = kept < candidates && values[kept - 1] == values[kept];
+      for (int64_t j = 0; j < candidates; ++j) whole_row_needed |= ids[j] < 0;
+      if (whole_row_needed) {
+        if (!whole_rows_copied) backend_.copy_to_host(device_logits, step->host_logits);
+        whole_rows_copied = true;
+        advance(static_cast<size_t>(b), std::span(step->host_logits.mutable_data<float>() + b * vocab, vocab),
+                step_index);
+      } else {
+        // In id order, so that a draw walks the tokens in the order it would over the whole row.
+        by_id.clear();
+        for (int64_t j = 0; j < kept; ++j) by_id.emplace_back(ids[j], values[j]);
+        std::sort(by_id.begin(), by_id.end());
+        candidate_ids.clear();
+        candidate_logits.clear();
+        for (const auto& [id, value] : by_id) candidate_ids.push_back(id), candidate_logits.push_back(value);
+        advance(static_cast<size_t>(b), candidate_logits, step_index, candidate_ids);
+      }
       ++stats_.decode_tokens;
     }
   }

@@ -109,15 +109,24 @@ class Generator {
     Tensor host_ids, host_positions, host_rows;  // i32 [batch, tokens], [batch, tokens], [logit_rows]
     Tensor ids, positions, rows;                 // the same on the device
     Tensor host_logits;                          // f32 [logit_rows, vocab]
+    // Sampling on the device: each row's best logits and their ids, [logit_rows, count].
+    Tensor candidate_values, candidate_ids, host_candidate_values, host_candidate_ids;
     std::optional<graph::Executable> executable{};
     graph::Value logits;
+    Tensor eager_logits;  // the last eager run's logits (on the device)
   };
   graph::CompileKey key_for(const char* phase, int64_t batch, int64_t tokens, int64_t logit_rows) const;
   StepSlot make_slot(const graph::CompileKey& key) const;
   // The slot for a step shape: compiled (and cached) or eager.
   StepSlot& slot(const char* phase, int64_t batch, int64_t tokens, int64_t logit_rows);
-  // Runs the step whose inputs the caller wrote into `slot`; returns host logits.
+  // Runs the step whose inputs the caller wrote into `slot`; returns the logits where
+  // they were computed (on the device).
+  const Tensor& run_on_device(StepSlot& slot);
+  // The same, with the logits copied to the host.
   const Tensor& run(StepSlot& slot);
+  // The same, copying only each row's `count` best logits and their ids to the slot's host
+  // candidates (top_k on the device); returns the logits left on the device.
+  const Tensor& run_to_candidates(StepSlot& slot, int64_t count);
   // Prefills every row in chunks; returns each row's last-position logits [vocab].
   std::vector<std::vector<float>> prefill(const std::vector<std::vector<int64_t>>& prompts);
 

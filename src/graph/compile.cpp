@@ -176,7 +176,9 @@ Executable compile(Graph graph, Value output, backends::Backend& backend, const 
 }
 
 void Executable::run(backends::Backend& backend) const {
-  for (const Node& node : nodes_) execute_node(backend, node, tensors_);
+  backend.run_replayable(replay_, [&] {
+    for (const Node& node : nodes_) execute_node(backend, node, tensors_);
+  });
 }
 
 }  // namespace shardlm::graph

@@ -7,7 +7,8 @@
 //  2. Memory plan: every activation gets an offset in one arena, reused once the
 //     value is dead (liveness by node order). Weights, caches and step inputs are
 //     bound tensors outside the arena.
-// Running an Executable only walks its node list: no allocation, no shape work.
+// Running an Executable only walks its node list: no allocation, no shape work. A backend
+// that can record the walk (CUDA graphs) replays the record instead.
 
 #include <cstddef>
 #include <vector>
@@ -35,6 +36,7 @@ class Executable {
   std::vector<Tensor> tensors_;  // value index -> bound tensor or a view into arena_
   Tensor arena_;
   size_t fused_count_ = 0;
+  mutable std::unique_ptr<backends::Replay> replay_;  // the backend's record of the node walk
 };
 
 // `output` stays live to the end (its tensor is read after run()).

@@ -26,6 +26,9 @@ struct LoadOptions {
   // The KV cache's element type; unset: bfloat16 when the weights are 16-bit floats or
   // int8 (as transformers keeps the cache in the model's dtype), float32 otherwise.
   std::optional<DType> kv_cache_dtype{};
+  // Where the weights live: each is copied to this backend's device as it loads (the CPU
+  // backend keeps the host tensor, mapped or converted). Null: on the host.
+  backends::Backend* device = nullptr;
 };
 
 struct ForwardInputs {

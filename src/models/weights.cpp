@@ -126,7 +126,7 @@ Tensor WeightLoader::finish_loading(Tensor tensor) {
   }
   if (!matrix_dtype_ && tensor.shape().rank() == 2) matrix_dtype_ = tensor.dtype();
   loaded_bytes_ += tensor.nbytes() + (tensor.quantized() ? tensor.block_scales().nbytes() : 0);
-  return tensor;
+  return options_.device ? options_.device->to_device(tensor) : tensor;
 }
 
 parallel::ShardStyle WeightLoader::style_for(const std::string& name) const {

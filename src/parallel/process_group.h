@@ -1,8 +1,8 @@
 #pragma once
-// parallel::ProcessGroup: the collectives tensor parallelism needs, in place on
-// host tensors. One process per device; rank r of a group of `size` holds shard r.
-// Implementations: a single process (every collective a no-op) and Open MPI between
-// CPU processes; NCCL between GPUs slots in behind the same interface.
+// parallel::ProcessGroup: the collectives tensor parallelism needs, in place on the
+// tensors of the ranks' devices. One process per device; rank r of a group of `size`
+// holds shard r. Implementations: a single process (every collective a no-op), Open MPI
+// between CPU processes (host tensors), NCCL between GPUs (nccl_process_group.h).
 
 #include <cstdint>
 #include <memory>

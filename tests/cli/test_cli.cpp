@@ -67,7 +67,7 @@ TEST(Cli, BadInputGetsAClearErrorAndNoOutput) {
   for (const Case& c : std::vector<Case>{
            {"generate --input-ids 1,x,3", "'x' is not a non-negative integer"},
            {"generate --model /nonexistent/dir -p hi", "/nonexistent/dir"},
-           {"generate --device cuda -p hi", "no CUDA backend"},
+           {"generate --device cuda:x -p hi", "\"cuda:N\""},
            {"generate --dtype float8 -p hi", "float8"},
            {"generate -p hi -n 600", "max_position_embeddings"},
            {"generate --input-ids 1,9999 -n 2", "outside the vocabulary"},

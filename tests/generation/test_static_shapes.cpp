@@ -110,6 +110,36 @@ TEST(StaticShapes, WarmDecodeStepsDoNotAllocate) {
   std::printf("activation arena: %zu bytes; KV cache: %zu bytes\n", generator.arena_bytes(), generator.cache_bytes());
 }
 
+// Decode steps select among the top_k (or, greedy, the best) logits the backend picked
+// on the device; each must choose exactly what the selector picks from the whole row.
+TEST(StaticShapes, CandidateSelectionEqualsSelectionOverTheWholeRow) {
+  LongContextModel fixture;
+  Generator generator(*fixture.model, *fixture.backend, {});
+  const std::vector<int64_t> prompt{3, 14, 15, 92, 65, 35};
+  for (const SamplingSettings& sampling : {SamplingSettings{.do_sample = false},
+                                           SamplingSettings{.do_sample = true, .temperature = 1.7f, .top_k = 4},
+                                           SamplingSettings{.do_sample = true, .top_k = 20, .top_p = 0.8f}}) {
+    GenerationConfig request{.do_sample = sampling.do_sample, .max_new_tokens = 24};
+    request.temperature = sampling.temperature;
+    request.top_k = sampling.top_k;
+    request.top_p = sampling.top_p;
+    request.seed = 11;
+    request.eos_token_id = std::vector<int64_t>{};
+    const std::vector<int64_t> generated = generator.generate({prompt}, request).front().generated;
+
+    TokenSelector selector(sampling, 11);
+    std::vector<int64_t> history = prompt, expected;
+    Tensor logits = generator.forward(prompt, 0, /*all_positions=*/false);
+    while (expected.size() < generated.size()) {
+      const int64_t token = selector.select({logits.mutable_data<float>(), static_cast<size_t>(logits.numel())}, history);
+      expected.push_back(token);
+      history.push_back(token);
+      logits = generator.forward(std::span(&history.back(), 1), static_cast<int64_t>(history.size()) - 1, false);
+    }
+    EXPECT_EQ(generated, expected) << "do_sample " << sampling.do_sample << " top_k " << sampling.top_k;
+  }
+}
+
 TEST(StaticShapes, CacheIsReusedAndRequestsBeyondItFail) {
   LongContextModel fixture;
   Generator generator(*fixture.model, *fixture.backend, {});

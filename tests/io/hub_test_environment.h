@@ -55,7 +55,8 @@ class HubTest : public ::testing::Test {
   std::filesystem::path cache_dir() const { return root_ / "hub"; }
   std::filesystem::path repo_dir(const std::string& folder) const { return cache_dir() / folder; }
 
-  // The qwen3-tiny fixture as a hub repository.
+  // The qwen3-tiny fixture as a hub repository, published as qwen3_tiny_repo_id.
+  static constexpr const char* qwen3_tiny_repo_id = "tiny-org/qwen3-tiny";
   static FakeRepo qwen3_tiny_repo() {
     const std::string fixture = std::string(SHARDLM_TEST_DATA_DIR) + "/fixtures/qwen3-tiny/";
     FakeRepo repo;

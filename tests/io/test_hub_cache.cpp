@@ -20,7 +20,6 @@ namespace {
 namespace fs = std::filesystem;
 using io::hub::RepoCache;
 
-constexpr const char* repo_id = "tiny-org/qwen3-tiny";
 constexpr const char* commit = "0123456789abcdef0123456789abcdef01234567";
 
 
@@ -108,7 +107,7 @@ TEST(HubNames, IncludeGlobsMatchLikeHuggingFaceHub) {
 TEST_F(HubCacheTest, ReadsACacheLaidOutByHuggingFaceHub) {
   const fs::path snapshot = build_cache_by_hand();
   set_env("HF_HUB_OFFLINE", "1");
-  io::ModelFiles files = io::resolve_model(repo_id);
+  io::ModelFiles files = io::resolve_model(qwen3_tiny_repo_id);
   EXPECT_EQ(fs::path(files.location()), snapshot);
   EXPECT_EQ(io::load_model_config(files).architectures.front(), "Qwen3ForCausalLM");
   const std::string weights = qwen3_tiny_repo().files.at("model.safetensors");
@@ -119,9 +118,9 @@ TEST_F(HubCacheTest, ReadsACacheLaidOutByHuggingFaceHub) {
 TEST_F(HubCacheTest, RevisionsResolveThroughRefsOrCommitHash) {
   const fs::path snapshot = build_cache_by_hand({{"main", commit}, {"v1.0", commit}});
   set_env("HF_HUB_OFFLINE", "1");
-  EXPECT_EQ(fs::path(io::resolve_model(repo_id, {.revision = "v1.0"}).location()), snapshot);
-  EXPECT_EQ(fs::path(io::resolve_model(repo_id, {.revision = commit}).location()), snapshot);
-  std::string error = error_of([] { io::resolve_model(repo_id, {.revision = "v2.0"}); });
+  EXPECT_EQ(fs::path(io::resolve_model(qwen3_tiny_repo_id, {.revision = "v1.0"}).location()), snapshot);
+  EXPECT_EQ(fs::path(io::resolve_model(qwen3_tiny_repo_id, {.revision = commit}).location()), snapshot);
+  std::string error = error_of([] { io::resolve_model(qwen3_tiny_repo_id, {.revision = "v2.0"}); });
   EXPECT_TRUE(contains(error, "revision 'v2.0'")) << error;
   EXPECT_TRUE(contains(error, "HF_HUB_OFFLINE")) << error;
 }
@@ -129,20 +128,20 @@ TEST_F(HubCacheTest, RevisionsResolveThroughRefsOrCommitHash) {
 TEST_F(HubCacheTest, CachedCommitHashNeedsNoNetwork) {
   const fs::path snapshot = build_cache_by_hand({});
   set_env("HF_ENDPOINT", "http://127.0.0.1:9");  // nothing listens there
-  EXPECT_EQ(fs::path(io::resolve_model(repo_id, {.revision = commit}).location()), snapshot);
+  EXPECT_EQ(fs::path(io::resolve_model(qwen3_tiny_repo_id, {.revision = commit}).location()), snapshot);
 }
 
 TEST_F(HubCacheTest, UnreachableHubFallsBackToACompleteCache) {
   const fs::path snapshot = build_cache_by_hand();
   set_env("HF_ENDPOINT", "http://127.0.0.1:9");
-  EXPECT_EQ(fs::path(io::resolve_model(repo_id).location()), snapshot);
+  EXPECT_EQ(fs::path(io::resolve_model(qwen3_tiny_repo_id).location()), snapshot);
   std::string error = error_of([] { io::resolve_model("tiny-org/not-cached"); });
   EXPECT_TRUE(contains(error, "cannot download 'tiny-org/not-cached' from http://127.0.0.1:9")) << error;
   EXPECT_TRUE(contains(error, "HF_ENDPOINT")) << error;
 }
 
 TEST_F(HubCacheTest, OfflineWithNothingCachedSaysWhatToDo) {
-  std::string error = error_of([] { io::resolve_model(repo_id, {.offline = true}); });
+  std::string error = error_of([] { io::resolve_model(qwen3_tiny_repo_id, {.offline = true}); });
   EXPECT_TRUE(contains(error, "not in the Hugging Face cache at " + cache_dir().string())) << error;
   EXPECT_TRUE(contains(error, "shardlm download tiny-org/qwen3-tiny")) << error;
 }
@@ -151,7 +150,7 @@ TEST_F(HubCacheTest, OfflineWithAnIncompleteSnapshotNamesWhatIsMissing) {
   const fs::path snapshot = build_cache_by_hand();
   fs::remove(snapshot / "model.safetensors");
   set_env("HF_HUB_OFFLINE", "1");
-  std::string error = error_of([] { io::resolve_model(repo_id); });
+  std::string error = error_of([] { io::resolve_model(qwen3_tiny_repo_id); });
   EXPECT_TRUE(contains(error, "lacks model.safetensors")) << error;
 }
 
@@ -168,7 +167,7 @@ TEST_F(HubCacheTest, ShardedSnapshotIsCompleteOnlyWithEveryShard) {
 }
 
 TEST_F(HubCacheTest, WritesRefsAndRelativeSymlinks) {
-  RepoCache cache(cache_dir(), repo_id);
+  RepoCache cache(cache_dir(), qwen3_tiny_repo_id);
   write(cache.blob_path("abc"), "contents");
   cache.link_snapshot_file(commit, "nested/dir/file.txt", "abc");
   const fs::path pointer = cache.snapshot_dir(commit) / "nested/dir/file.txt";

@@ -15,7 +15,6 @@ namespace shardlm::testing {
 namespace {
 namespace fs = std::filesystem;
 
-constexpr const char* repo_id = "tiny-org/qwen3-tiny";
 constexpr const char* repo_folder = "models--tiny-org--qwen3-tiny";
 
 
@@ -24,7 +23,7 @@ class HubDownloadTest : public HubTest {
   void SetUp() override {
     HubTest::SetUp();
     set_env("HF_ENDPOINT", hub_.endpoint());
-    hub_.add_repo(repo_id, qwen3_tiny_repo());
+    hub_.add_repo(qwen3_tiny_repo_id, qwen3_tiny_repo());
   }
 
   fs::path snapshot() const { return repo_dir(repo_folder) / "snapshots" / FakeHub::default_commit; }
@@ -42,7 +41,7 @@ class HubDownloadTest : public HubTest {
 };
 
 TEST_F(HubDownloadTest, DownloadsThroughTheCdnRedirectIntoHuggingFaceHubsLayout) {
-  io::ModelFiles files = io::resolve_model(repo_id);
+  io::ModelFiles files = io::resolve_model(qwen3_tiny_repo_id);
   EXPECT_EQ(fs::path(files.location()), snapshot());
   for (const auto& [name, contents] : qwen3_tiny_repo().files) {
     EXPECT_EQ(files.read_text(name), contents) << name;
@@ -58,16 +57,16 @@ TEST_F(HubDownloadTest, DownloadsThroughTheCdnRedirectIntoHuggingFaceHubsLayout)
 
   // Cached now: one request to learn main's commit, and nothing downloaded.
   hub_.clear_requests();
-  EXPECT_EQ(fs::path(io::resolve_model(repo_id).location()), snapshot());
+  EXPECT_EQ(fs::path(io::resolve_model(qwen3_tiny_repo_id).location()), snapshot());
   EXPECT_EQ(hub_.requests().size(), 1u);
   EXPECT_EQ(hub_.count("HEAD", "/resolve/main/config.json"), 1u);
 }
 
 TEST_F(HubDownloadTest, OfflineAfterDownloadUsesTheCache) {
-  io::resolve_model(repo_id);
+  io::resolve_model(qwen3_tiny_repo_id);
   hub_.clear_requests();
   set_env("HF_HUB_OFFLINE", "1");
-  EXPECT_EQ(fs::path(io::resolve_model(repo_id).location()), snapshot());
+  EXPECT_EQ(fs::path(io::resolve_model(qwen3_tiny_repo_id).location()), snapshot());
   EXPECT_TRUE(hub_.requests().empty());
 }
 
@@ -79,15 +78,15 @@ TEST_F(HubDownloadTest, UnknownRepoSaysNotFound) {
 }
 
 TEST_F(HubDownloadTest, UnknownRevisionSaysSo) {
-  std::string error = error_of([] { io::resolve_model(repo_id, {.revision = "v9"}); });
+  std::string error = error_of([] { io::resolve_model(qwen3_tiny_repo_id, {.revision = "v9"}); });
   EXPECT_TRUE(contains(error, "revision 'v9' does not exist")) << error;
 }
 
 TEST_F(HubDownloadTest, TagRevisionWritesItsRef) {
   FakeRepo repo = qwen3_tiny_repo();
   repo.refs["v1.0"] = repo.commit;
-  hub_.add_repo(repo_id, repo);
-  EXPECT_EQ(fs::path(io::resolve_model(repo_id, {.revision = "v1.0"}).location()), snapshot());
+  hub_.add_repo(qwen3_tiny_repo_id, repo);
+  EXPECT_EQ(fs::path(io::resolve_model(qwen3_tiny_repo_id, {.revision = "v1.0"}).location()), snapshot());
   EXPECT_EQ(read_file((repo_dir(repo_folder) / "refs" / "v1.0").string()), FakeHub::default_commit);
 }
 
@@ -132,7 +131,7 @@ TEST_F(HubDownloadTest, ACutConnectionIsResumedWhereItStopped) {
   const size_t size = qwen3_tiny_repo().files.at("model.safetensors").size();
   const size_t cut_at = size * 2 / 5;
   hub_.cut_transfers("model.safetensors", cut_at, 1);
-  io::ModelFiles files = io::resolve_model(repo_id);
+  io::ModelFiles files = io::resolve_model(qwen3_tiny_repo_id);
   EXPECT_EQ(files.read_text("model.safetensors"), qwen3_tiny_repo().files.at("model.safetensors"));
   EXPECT_EQ(cdn_ranges(), (std::vector<std::string>{"", "bytes=" + std::to_string(cut_at) + "-"}));
 }
@@ -140,7 +139,7 @@ TEST_F(HubDownloadTest, ACutConnectionIsResumedWhereItStopped) {
 TEST_F(HubDownloadTest, AnInterruptedDownloadKeepsItsPartAndResumesOnTheNextRun) {
   const size_t cut_at = 300000;
   hub_.cut_transfers("model.safetensors", cut_at, 1000);
-  std::string error = error_of([] { io::resolve_model(repo_id); });
+  std::string error = error_of([] { io::resolve_model(qwen3_tiny_repo_id); });
   EXPECT_TRUE(contains(error, "interrupted after " + std::to_string(cut_at))) << error;
   EXPECT_TRUE(contains(error, "run the same command again to resume")) << error;
   const fs::path partial = model_blob().string() + ".incomplete";
@@ -150,7 +149,7 @@ TEST_F(HubDownloadTest, AnInterruptedDownloadKeepsItsPartAndResumesOnTheNextRun)
 
   hub_.cut_transfers("model.safetensors", 0, 0);
   hub_.clear_requests();
-  io::ModelFiles files = io::resolve_model(repo_id);
+  io::ModelFiles files = io::resolve_model(qwen3_tiny_repo_id);
   EXPECT_EQ(files.read_text("model.safetensors"), qwen3_tiny_repo().files.at("model.safetensors"));
   EXPECT_EQ(cdn_ranges(), std::vector<std::string>{"bytes=" + std::to_string(cut_at) + "-"});
   EXPECT_FALSE(fs::exists(partial));
@@ -160,14 +159,14 @@ TEST_F(HubDownloadTest, AServerThatCannotResumeSendsTheWholeFileAgain) {
   hub_.ignore_ranges("model.safetensors");
   fs::create_directories(model_blob().parent_path());
   std::ofstream(model_blob().string() + ".incomplete") << "bytes that a resume would have kept";
-  io::ModelFiles files = io::resolve_model(repo_id);
+  io::ModelFiles files = io::resolve_model(qwen3_tiny_repo_id);
   EXPECT_EQ(files.read_text("model.safetensors"), qwen3_tiny_repo().files.at("model.safetensors"));
   EXPECT_EQ(cdn_ranges(), std::vector<std::string>{"bytes=35-"});
 }
 
 TEST_F(HubDownloadTest, AWrongSha256IsDetectedAndDiscarded) {
   hub_.corrupt("model.safetensors");
-  std::string error = error_of([] { io::resolve_model(repo_id); });
+  std::string error = error_of([] { io::resolve_model(qwen3_tiny_repo_id); });
   EXPECT_TRUE(contains(error, "model.safetensors of 'tiny-org/qwen3-tiny' arrived corrupt")) << error;
   EXPECT_TRUE(contains(error, "sha256")) << error;
   EXPECT_FALSE(fs::exists(model_blob()));
@@ -177,7 +176,7 @@ TEST_F(HubDownloadTest, AWrongSha256IsDetectedAndDiscarded) {
 
 TEST_F(HubDownloadTest, NotEnoughDiskSpaceIsReportedBeforeDownloading) {
   hub_.announce_size("model.safetensors", uint64_t{1} << 60);
-  std::string error = error_of([] { io::resolve_model(repo_id); });
+  std::string error = error_of([] { io::resolve_model(qwen3_tiny_repo_id); });
   EXPECT_TRUE(contains(error, "not enough disk space")) << error;
   EXPECT_TRUE(contains(error, "HF_HUB_CACHE")) << error;
   EXPECT_EQ(hub_.count("GET", "/cdn/"), 0u);
@@ -188,7 +187,7 @@ TEST_F(HubDownloadTest, ADiskThatFillsUpMidDownloadSaysWhatToDo) {
   if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full";
   fs::create_directories(model_blob().parent_path());
   fs::create_symlink("/dev/full", model_blob().string() + ".incomplete");
-  std::string error = error_of([] { io::resolve_model(repo_id); });
+  std::string error = error_of([] { io::resolve_model(qwen3_tiny_repo_id); });
   EXPECT_TRUE(contains(error, "No space left on device")) << error;
   EXPECT_TRUE(contains(error, "Free disk space, or set HF_HUB_CACHE to a larger disk")) << error;
   EXPECT_FALSE(fs::exists(model_blob()));
@@ -226,7 +225,7 @@ TEST_F(HubDownloadTest, ARepoWithoutSafetensorsIsRefused) {
 
 TEST_F(HubDownloadTest, IncludeGlobsSelectFromTheListing) {
   io::hub::SnapshotRequest request;
-  request.repo_id = repo_id;
+  request.repo_id = qwen3_tiny_repo_id;
   request.include = {"*.json"};
   request.progress = io::hub::ProgressMode::quiet;
   const fs::path snapshot = io::hub::download_snapshot(io::hub::settings_from_environment(), request);
@@ -247,7 +246,7 @@ TEST_F(HubDownloadTest, ConcurrentResolutionsDownloadEachBlobOnce) {
     std::vector<std::jthread> ranks;
     for (size_t rank = 0; rank < locations.size(); ++rank)
       ranks.emplace_back([&, rank] {
-        errors[rank] = error_of([&] { locations[rank] = io::resolve_model(repo_id).location(); });
+        errors[rank] = error_of([&] { locations[rank] = io::resolve_model(qwen3_tiny_repo_id).location(); });
       });
   }
   for (size_t rank = 0; rank < locations.size(); ++rank) {
@@ -259,7 +258,7 @@ TEST_F(HubDownloadTest, ConcurrentResolutionsDownloadEachBlobOnce) {
 }
 
 TEST_F(HubDownloadTest, ARenamedRepoIsFollowed) {
-  hub_.add_rename("old-org/qwen3-tiny", repo_id);
+  hub_.add_rename("old-org/qwen3-tiny", qwen3_tiny_repo_id);
   io::ModelFiles files = io::resolve_model("old-org/qwen3-tiny");
   EXPECT_EQ(files.read_text("config.json"), qwen3_tiny_repo().files.at("config.json"));
 }

@@ -14,6 +14,7 @@ check() {  # check DESCRIPTION CONDITION...
   if "$@"; then echo "ok: $description"; else echo "FAILED: $description"; failures=$((failures + 1)); fi
 }
 contains() { grep -qF -- "$2" "$1"; }
+not_contains() { ! grep -qF -- "$2" "$1"; }
 
 prompt=(--prompt "Once upon a time" -n 24 --greedy)
 "$shardlm" generate "${prompt[@]}" >"$work/alone.txt" 2>/dev/null
@@ -37,6 +38,12 @@ check "launch --dry-run spreads ranks over hosts" contains "$work/dry.txt" "-np 
 status=$?
 check "tp_size without its processes fails" test $status -eq 1
 check "... saying how to start them" contains "$work/mismatch.err" "tp_size is 2 but this job has 1 process"
+
+# Each rank of a launch sees one GPU: the one of its local rank, as CUDA_VISIBLE_DEVICES listed them.
+CUDA_VISIBLE_DEVICES=4,6 "$shardlm" launch --nproc-per-node 2 -- shardlm devices >"$work/devices.txt" 2>/dev/null
+check "launch gives local rank 0 the first listed GPU" contains "$work/devices.txt" "CUDA_VISIBLE_DEVICES=4"
+check "... and local rank 1 the second" contains "$work/devices.txt" "CUDA_VISIBLE_DEVICES=6"
+check "... and neither sees both" not_contains "$work/devices.txt" "CUDA_VISIBLE_DEVICES=4,6"
 
 # Rank 1's host lacks the weights file.
 mkdir -p "$work/rank0" "$work/rank1"

@@ -3,6 +3,7 @@
 #include "backends/cpu/cpu_backend.h"
 
 #include <cstring>
+#include <limits>
 
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/reference_kernels.h"
@@ -60,6 +61,10 @@ class CpuBackend final : public Backend {
                     int64_t destination_column, int64_t width) override {
     reference::copy_columns(source, source_column, destination, destination_column, width);
   }
+  void top_k(const Tensor& logits, const Tensor& values, const Tensor& indices) override {
+    reference::top_k(logits, values, indices);
+  }
+  int64_t max_top_k() const override { return std::numeric_limits<int32_t>::max(); }
   void copy(const Tensor& source, const Tensor& destination) override {
     // Host and device tensors are the same memory on the CPU: nothing to move then.
     if (source.raw() != destination.raw()) std::memcpy(destination.mutable_raw(), source.raw(), source.nbytes());

@@ -25,6 +25,7 @@ void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, co
 void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out);
 void add(const Tensor& a, const Tensor& b, const Tensor& out);
 void gather_rows(const Tensor& x, const Tensor& indices, const Tensor& out);
+void top_k(const Tensor& logits, const Tensor& values, const Tensor& indices);
 
 // Host-side reductions over one row of logits (sampling uses them).
 int64_t argmax(std::span<const float> row);  // ties go to the lowest index, as torch.argmax
