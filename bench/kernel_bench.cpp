@@ -45,8 +45,10 @@ void BM_Gemm(benchmark::State& state, DType dtype) {
   Tensor w = random_matrix(out, in, dtype), x = random_matrix(rows, in, DType::f32);
   std::vector<float> y(static_cast<size_t>(rows * out));
   const MatmulKernels& kernels = matmul_kernels();
+  std::vector<float> packed;
   for (auto _ : state) {
-    kernels.gemm(x.data<float>(), rows, WeightView::of(w), 0, out, y.data(), out);
+    kernels.gemm(gemm_input(kernels, x.data<float>(), rows, in, packed), rows, WeightView::of(w), 0, out, y.data(),
+                 out);
     benchmark::DoNotOptimize(y.data());
   }
   state.counters["FLOPS"] = benchmark::Counter(2.0 * rows * out * in * state.iterations(), benchmark::Counter::kIsRate);

@@ -32,7 +32,7 @@ struct Case {
 std::vector<Case> cases() {
   std::vector<Case> all;
   for (DType dtype : {DType::f32, DType::bf16, DType::f16, DType::i8})
-    for (int64_t rows : {1, 2, 3, 4, 5, 7, 13})
+    for (int64_t rows : {1, 2, 3, 4, 5, 7, 13, 100})
       for (int64_t in : {67, 96, 544, 1056}) {  // 1056: two portable widening chunks
         if (dtype == DType::i8 && in % Tensor::quant_block) continue;
         for (int64_t out_features : {45, 130}) all.push_back({dtype, rows, in, out_features});
@@ -56,8 +56,13 @@ TEST(MatmulKernels, EveryTableMatchesTheReference) {
         Tensor actual = Tensor::zeros({c.rows, c.out_features}, DType::f32);
         std::vector<float> sentinel(static_cast<size_t>(actual.numel()), -12345.0f);
         std::copy(sentinel.begin(), sentinel.end(), actual.mutable_data<float>());
-        (use_gemm ? table->gemm : table->gemv)(x.data<float>(), c.rows, WeightView::of(weight), begin, end,
-                                               actual.mutable_data<float>(), c.out_features);
+        std::vector<float> packed;
+        if (use_gemm)
+          table->gemm(gemm_input(*table, x.data<float>(), c.rows, c.in, packed), c.rows, WeightView::of(weight), begin,
+                      end, actual.mutable_data<float>(), c.out_features);
+        else
+          table->gemv(x.data<float>(), c.rows, WeightView::of(weight), begin, end, actual.mutable_data<float>(),
+                      c.out_features);
         std::vector<double> got = to_doubles(actual), want = to_doubles(expected);
         std::vector<double> got_range, want_range;
         for (int64_t r = 0; r < c.rows; ++r)

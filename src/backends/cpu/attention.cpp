@@ -18,7 +18,7 @@
 namespace shardlm::backends::cpu {
 namespace {
 
-constexpr int64_t key_tile = 64, heads_per_pass = 8, max_head_dim = 1024;
+constexpr int64_t key_tile = 64, heads_per_pass = decode_max_heads, max_head_dim = 1024;
 
 // Row t of a [positions, head_dim] cache slice as f32: the row itself, or widened into `buffer`.
 const float* cache_row(const void* rows, DType dtype, int64_t t, int64_t head_dim, float* buffer) {
@@ -86,6 +86,7 @@ void attention(ThreadPool& pool, const Tensor& q, const Tensor& k_cache, const T
                     head_dim <= max_head_dim,
                 "attention: unsupported KV cache ", k_cache.describe(), " / ", v_cache.describe());
   const FlashBlockKernel flash = avx2_flash_block(head_dim);
+  const DecodeAttentionKernel decode = avx2_decode_attention(head_dim);
   if (flash && seq * group >= 6 && group <= flash_max_rows) {
     // Tasks: (batch row, KV head, block of query positions); a block's rows are its
     // positions times the group's query heads.
@@ -122,8 +123,9 @@ void attention(ThreadPool& pool, const Tensor& q, const Tensor& k_cache, const T
     const float* query = q.data<float>() + (row * heads + kv_head * group) * head_dim;  // [group, head_dim]
     const int64_t cache_offset = (b * kv_heads + kv_head) * max_cache_len * head_dim;
     for (int64_t g = 0; g < group; g += heads_per_pass)
-      attend(query + g * head_dim, std::min(heads_per_pass, group - g), cache_slice(k_cache, cache_offset),
-             cache_slice(v_cache, cache_offset), cache_dtype, first, visible, head_dim, scale, result + g * head_dim);
+      (decode ? decode : attend)(query + g * head_dim, std::min(heads_per_pass, group - g),
+                                 cache_slice(k_cache, cache_offset), cache_slice(v_cache, cache_offset), cache_dtype,
+                                 first, visible, head_dim, scale, result + g * head_dim);
   });
 }
 

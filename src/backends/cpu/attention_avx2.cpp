@@ -16,6 +16,49 @@ using namespace avx2;
 
 constexpr int64_t key_tile = 64;
 
+// One row of a score tile, in place: keys outside [first, end) (causal mask, window,
+// padding, the tile's tail up to a multiple of 8) are masked, the rest become
+// e^(score - running maximum); the running maximum and sum, and the row's output
+// accumulated so far, are rescaled when the maximum grows.
+void online_softmax_tile(float* row, int64_t count, int64_t first, int64_t end, float& maximum, float& sum, float* o,
+                         int64_t head_dim) {
+  end = std::min(end, count);
+  const int64_t padded = (count + 7) / 8 * 8;  // <= key_tile: the tile row has the room
+  const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256i first_lane = _mm256_set1_epi32(static_cast<int32_t>(std::max<int64_t>(first, -1)) - 1);
+  const __m256i end_lane = _mm256_set1_epi32(static_cast<int32_t>(std::max<int64_t>(end, 0)));
+  const __m256 minus_infinity = _mm256_set1_ps(-INFINITY);
+  __m256 tile_maximum = minus_infinity;
+  for (int64_t t = 0; t < padded; t += 8) {
+    const __m256i index = _mm256_add_epi32(lanes, _mm256_set1_epi32(static_cast<int32_t>(t)));
+    const __m256 visible = _mm256_castsi256_ps(
+        _mm256_and_si256(_mm256_cmpgt_epi32(index, first_lane), _mm256_cmpgt_epi32(end_lane, index)));
+    const __m256 scores = _mm256_blendv_ps(minus_infinity, _mm256_loadu_ps(row + t), visible);
+    _mm256_storeu_ps(row + t, scores);
+    tile_maximum = _mm256_max_ps(tile_maximum, scores);
+  }
+  const float tile_max = horizontal_max(tile_maximum);
+  if (tile_max == -INFINITY) {  // nothing visible to this row here
+    std::fill(row, row + padded, 0.0f);
+    return;
+  }
+  const float new_maximum = std::max(maximum, tile_max);
+  const float rescale = std::exp(maximum - new_maximum);  // 0 on the row's first tile
+  if (rescale != 1.0f) {
+    const __m256 factor = _mm256_set1_ps(rescale);
+    for (int64_t d = 0; d < head_dim; d += 8) _mm256_storeu_ps(o + d, _mm256_mul_ps(_mm256_loadu_ps(o + d), factor));
+  }
+  maximum = new_maximum;
+  const __m256 shift = _mm256_set1_ps(new_maximum);
+  __m256 tile_sum = _mm256_setzero_ps();
+  for (int64_t t = 0; t < padded; t += 8) {
+    const __m256 weights = exp8(_mm256_sub_ps(_mm256_loadu_ps(row + t), shift));
+    _mm256_storeu_ps(row + t, weights);
+    tile_sum = _mm256_add_ps(tile_sum, weights);
+  }
+  sum = sum * rescale + horizontal_sum(tile_sum);
+}
+
 template <DType Cache>
 void flash_block(const float* const* queries, const int32_t* positions, int64_t rows, const void* keys,
                  const void* values, int64_t head_dim, float scale, int64_t sliding_window, float* const* outputs) {
@@ -49,25 +92,10 @@ void flash_block(const float* const* queries, const int32_t* positions, int64_t 
                           s + r0 * key_tile + p * panel_width, key_tile,
                           std::min(panel_width, count - p * panel_width), false);
     for (int64_t r = 0; r < rows; ++r) {
-      float* row = s + r * key_tile;
       const int64_t visible = positions[r] + 1;
       const int64_t first = sliding_window > 0 ? std::max<int64_t>(0, visible - sliding_window) : 0;
-      float tile_maximum = -INFINITY;
-      for (int64_t t = 0; t < count; ++t) {
-        if (t0 + t < first || t0 + t >= visible) row[t] = -INFINITY;  // causal mask, window, padding
-        tile_maximum = std::max(tile_maximum, row[t]);
-      }
-      if (tile_maximum == -INFINITY) {  // nothing visible to this row here
-        std::fill(row, row + count, 0.0f);
-        continue;
-      }
-      const float new_maximum = std::max(maximum[r], tile_maximum);
-      const float rescale = std::exp(maximum[r] - new_maximum);  // 0 on the row's first tile
-      if (rescale != 1.0f)
-        for (int64_t d = 0; d < head_dim; ++d) o[r * head_dim + d] *= rescale;
-      sum[r] *= rescale;
-      maximum[r] = new_maximum;
-      for (int64_t t = 0; t < count; ++t) sum[r] += row[t] = std::exp(row[t] - new_maximum);
+      online_softmax_tile(s + r * key_tile, count, first - t0, std::min(visible, end_key) - t0, maximum[r], sum[r],
+                          o + r * head_dim, head_dim);
     }
     // V rows are [k][n] panels as they lie; a bf16 tile is widened first.
     const float* value_tile = static_cast<const float*>(values) + t0 * head_dim;
@@ -93,7 +121,66 @@ void flash_block_any(const float* const* queries, const int32_t* positions, int6
       queries, positions, rows, keys, values, head_dim, scale, sliding_window, outputs);
 }
 
+// Decode: one query position of `heads` query heads that share a KV head. Each cached
+// row is widened once into registers' reach (a stack row) and meets every head.
+template <DType Cache>
+void attend_rows(const float* query, int64_t heads, const void* keys, const void* values, int64_t first,
+                 int64_t visible, int64_t head_dim, float scale, float* result) {
+  alignas(32) float row[flash_max_head_dim];
+  alignas(32) float scores[decode_max_heads][key_tile];  // [head, key in the tile]
+  float maximum[decode_max_heads], sum[decode_max_heads];
+  const WeightView key_rows{keys, Cache, head_dim}, value_rows{values, Cache, head_dim};
+  for (int64_t g = 0; g < heads; ++g) {
+    maximum[g] = -INFINITY;
+    sum[g] = 0;
+    std::fill(result + g * head_dim, result + (g + 1) * head_dim, 0.0f);
+  }
+  const __m256 scaling = _mm256_set1_ps(scale);
+  for (int64_t t0 = first; t0 < visible; t0 += key_tile) {
+    const int64_t count = std::min(key_tile, visible - t0);
+    for (int64_t t = 0; t < count; ++t) {
+      widen_row<Cache>(key_rows, t0 + t, 0, head_dim, row);
+      for (int64_t g = 0; g < heads; ++g) {
+        const float* q = query + g * head_dim;
+        __m256 even = _mm256_setzero_ps(), odd = _mm256_setzero_ps();
+        for (int64_t d = 0; d < head_dim; d += 16) {
+          even = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), _mm256_load_ps(row + d), even);
+          odd = _mm256_fmadd_ps(_mm256_loadu_ps(q + d + 8), _mm256_load_ps(row + d + 8), odd);
+        }
+        scores[g][t] = horizontal_sum(_mm256_mul_ps(_mm256_add_ps(even, odd), scaling));
+      }
+    }
+    for (int64_t g = 0; g < heads; ++g)
+      online_softmax_tile(scores[g], count, 0, count, maximum[g], sum[g], result + g * head_dim, head_dim);
+    for (int64_t t = 0; t < count; ++t) {
+      widen_row<Cache>(value_rows, t0 + t, 0, head_dim, row);
+      for (int64_t g = 0; g < heads; ++g) {
+        const __m256 weight = _mm256_set1_ps(scores[g][t]);
+        float* out = result + g * head_dim;
+        for (int64_t d = 0; d < head_dim; d += 8)
+          _mm256_storeu_ps(out + d, _mm256_fmadd_ps(weight, _mm256_load_ps(row + d), _mm256_loadu_ps(out + d)));
+      }
+    }
+  }
+  for (int64_t g = 0; g < heads; ++g) {
+    const __m256 inverse = _mm256_set1_ps(1.0f / sum[g]);
+    for (int64_t d = 0; d < head_dim; d += 8)
+      _mm256_storeu_ps(result + g * head_dim + d, _mm256_mul_ps(_mm256_loadu_ps(result + g * head_dim + d), inverse));
+  }
+}
+
+void attend_rows_any(const float* query, int64_t heads, const void* keys, const void* values, DType cache_dtype,
+                     int64_t first, int64_t visible, int64_t head_dim, float scale, float* result) {
+  (cache_dtype == DType::bf16 ? attend_rows<DType::bf16> : attend_rows<DType::f32>)(
+      query, heads, keys, values, first, visible, head_dim, scale, result);
+}
+
 }  // namespace
+
+DecodeAttentionKernel avx2_decode_attention(int64_t head_dim) {
+  return cpu_has_avx2_fma_f16c() && head_dim % panel_width == 0 && head_dim <= flash_max_head_dim ? attend_rows_any
+                                                                                                  : nullptr;
+}
 
 FlashBlockKernel avx2_flash_block(int64_t head_dim) {
   const bool supported =

@@ -17,8 +17,17 @@ using FlashBlockKernel = void (*)(const float* const* queries, const int32_t* po
                                   const void* keys, const void* values, DType cache_dtype, int64_t head_dim,
                                   float scale, int64_t sliding_window, float* const* outputs);
 
-// The AVX2 kernel when this CPU has AVX2/FMA/F16C and head_dim is a multiple of 16 up
+// Decode: result[g] = softmax over keys [first, visible) of (query[g] . keys[t] * scale)
+// . values[t], for the heads <= decode_max_heads query heads (rows of query and result,
+// [heads, head_dim]) that share one KV head.
+constexpr int64_t decode_max_heads = 8;
+using DecodeAttentionKernel = void (*)(const float* query, int64_t heads, const void* keys, const void* values,
+                                       DType cache_dtype, int64_t first, int64_t visible, int64_t head_dim,
+                                       float scale, float* result);
+
+// The AVX2 kernels when this CPU has AVX2/FMA/F16C and head_dim is a multiple of 16 up
 // to flash_max_head_dim; otherwise nullptr.
 FlashBlockKernel avx2_flash_block(int64_t head_dim);
+DecodeAttentionKernel avx2_decode_attention(int64_t head_dim);
 
 }  // namespace shardlm::backends::cpu

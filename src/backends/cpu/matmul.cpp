@@ -2,7 +2,6 @@
 // the thread pool; each task runs the best matmul kernel (matmul_kernels.h) on its
 // columns and then its epilogue (bias, residual, silu·mul) on the same columns while
 // they are still in cache.
-#include <cmath>
 #include <vector>
 
 #include "backends/cpu/kernels.h"
@@ -34,11 +33,25 @@ void for_column_ranges(ThreadPool& pool, int64_t rows, int64_t out_features, Tas
   pool.run(count, [&](int64_t i) { task(i * width, std::min(out_features, (i + 1) * width)); });
 }
 
-// out[r, o] = x[r] . weight[o] for o in [begin, end).
-void products(const float* x, int64_t rows, const WeightView& weight, int64_t begin, int64_t end, float* out,
+// x [rows, in] as the kernels read it: gemm's packed copy (in per-thread scratch,
+// packed by the pool) where the table packs its input, else x itself.
+const float* kernel_input(ThreadPool& pool, const float* x, int64_t rows, int64_t in) {
+  const MatmulKernels& kernels = matmul_kernels();
+  if (rows <= gemv_max_rows || !kernels.pack_input) return x;
+  thread_local std::vector<float> packed_buffer;
+  float* packed = scratch(packed_buffer, packed_input_floats(kernels, rows, in));
+  const int64_t tiles = input_tiles(kernels, rows), per_task = std::max<int64_t>(1, tiles / (4 * pool.threads()));
+  pool.run((tiles + per_task - 1) / per_task, [&](int64_t task) {
+    kernels.pack_input(x, rows, in, task * per_task, std::min(tiles, (task + 1) * per_task), packed);
+  });
+  return packed;
+}
+
+// out[r, o] = x[r] . weight[o] for o in [begin, end); input as kernel_input gave it.
+void products(const float* input, int64_t rows, const WeightView& weight, int64_t begin, int64_t end, float* out,
               int64_t stride) {
   const MatmulKernels& kernels = matmul_kernels();
-  (rows <= gemv_max_rows ? kernels.gemv : kernels.gemm)(x, rows, weight, begin, end, out, stride);
+  (rows <= gemv_max_rows ? kernels.gemv : kernels.gemm)(input, rows, weight, begin, end, out, stride);
 }
 
 void add_bias(const Tensor& bias, int64_t rows, int64_t begin, int64_t end, float* out, int64_t stride) {
@@ -53,8 +66,9 @@ void linear_of(ThreadPool& pool, const float* x, int64_t rows, const Tensor& wei
                const float* residual, float* out) {
   const WeightView view = WeightView::of(weight);
   const int64_t out_features = weight.shape()[0];
+  const float* input = kernel_input(pool, x, rows, view.in);
   for_column_ranges(pool, rows, out_features, [&](int64_t begin, int64_t end) {
-    products(x, rows, view, begin, end, out, out_features);
+    products(input, rows, view, begin, end, out, out_features);
     add_bias(bias, rows, begin, end, out, out_features);
     if (residual)
       for (int64_t r = 0; r < rows; ++r)
@@ -80,16 +94,14 @@ void gated_linear(ThreadPool& pool, const Tensor& x, const Tensor& gate_weight, 
   float* gate = scratch(gate_buffer, rows * out_features);  // [rows, out_features]
   float* result = out.mutable_data<float>();
   const WeightView gate_view = WeightView::of(gate_weight), up_view = WeightView::of(up_weight);
+  const float* input = kernel_input(pool, x.data<float>(), rows, gate_view.in);
   for_column_ranges(pool, rows, out_features, [&](int64_t begin, int64_t end) {
-    products(x.data<float>(), rows, gate_view, begin, end, gate, out_features);
-    products(x.data<float>(), rows, up_view, begin, end, result, out_features);
+    products(input, rows, gate_view, begin, end, gate, out_features);
+    products(input, rows, up_view, begin, end, result, out_features);
     add_bias(gate_bias, rows, begin, end, gate, out_features);
     add_bias(up_bias, rows, begin, end, result, out_features);
     for (int64_t r = 0; r < rows; ++r)
-      for (int64_t o = begin; o < end; ++o) {
-        const float g = gate[r * out_features + o];
-        result[r * out_features + o] *= g / (1.0f + std::exp(-g));
-      }
+      matmul_kernels().silu_multiply(gate + r * out_features + begin, result + r * out_features + begin, end - begin);
   });
 }
 

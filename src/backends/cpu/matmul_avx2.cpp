@@ -13,6 +13,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <type_traits>
 #include <vector>
@@ -146,13 +147,33 @@ void gemv_typed(const float* x, int64_t rows, const WeightView& w, int64_t o_beg
   }
 }
 
+// Tile t of x: rows [6t, 6t + 6) as [in][6] floats, rows past the end zero. Written
+// in order, reading the tile's rows side by side.
+void pack_input(const float* x, int64_t rows, int64_t in, int64_t tile_begin, int64_t tile_end, float* packed) {
+  for (int64_t t = tile_begin; t < tile_end; ++t) {
+    float* tile = packed + t * micro_rows * in;
+    const int64_t tile_rows = std::min(micro_rows, rows - t * micro_rows);
+    const float* row[micro_rows];
+    for (int64_t i = 0; i < micro_rows; ++i) row[i] = x + (t * micro_rows + std::min(i, tile_rows - 1)) * in;
+    for (int64_t k = 0; k < in; ++k)
+      SHARDLM_UNROLL
+      for (int64_t i = 0; i < micro_rows; ++i) tile[k * micro_rows + i] = i < tile_rows ? row[i][k] : 0.0f;
+  }
+}
+
+// BLIS's loop order: per k block, the weight's 64 columns are packed (64 KB, in L2);
+// then, for a block of input tiles small enough to stay in L2 (96 rows x 256 k,
+// 96 KB), each 16-column panel (16 KB) stays in L1 while every tile of the block
+// streams past it.
+constexpr int64_t tiles_per_block = 16;
+
 template <DType D>
-void gemm_typed(const float* x, int64_t rows, const WeightView& w, int64_t o_begin, int64_t o_end, float* out,
+void gemm_typed(const float* packed_x, int64_t rows, const WeightView& w, int64_t o_begin, int64_t o_end, float* out,
                 int64_t stride) {
   // On the stack (64 KB): pool workers take tasks in no fixed order, and a per-thread
   // heap buffer would be allocated whenever a worker first meets a gemm, warm or not.
   alignas(64) float packed[k_block * column_block];
-  const int64_t in = w.in;
+  const int64_t in = w.in, tiles = (rows + micro_rows - 1) / micro_rows;
   for (int64_t n0 = o_begin; n0 < o_end; n0 += column_block) {
     const int64_t columns = std::min(column_block, o_end - n0);
     const int64_t panels = (columns + panel_width - 1) / panel_width;
@@ -161,13 +182,26 @@ void gemm_typed(const float* x, int64_t rows, const WeightView& w, int64_t o_beg
       for (int64_t p = 0; p < panels; ++p)
         pack_panel<D>(w, n0 + p * panel_width, std::min(panel_width, columns - p * panel_width), k0, kc,
                       packed + p * k_block * panel_width);
-      for (int64_t m0 = 0; m0 < rows; m0 += micro_rows)
+      for (int64_t t0 = 0; t0 < tiles; t0 += tiles_per_block)
         for (int64_t p = 0; p < panels; ++p)
-          micro_kernel_rows(std::min(micro_rows, rows - m0), x + m0 * in + k0, in, packed + p * k_block * panel_width,
-                            panel_width, kc, out + m0 * stride + n0 + p * panel_width, stride,
-                            std::min(panel_width, columns - p * panel_width), k0 > 0);
+          for (int64_t t = t0; t < std::min(tiles, t0 + tiles_per_block); ++t)
+            micro_kernel_rows<InputLayout::packed_tile>(
+                std::min(micro_rows, rows - t * micro_rows), packed_x + t * micro_rows * in + k0 * micro_rows, 0,
+                packed + p * k_block * panel_width, panel_width, kc, out + t * micro_rows * stride + n0 + p * panel_width,
+                stride, std::min(panel_width, columns - p * panel_width), k0 > 0);
     }
   }
+}
+
+void silu_multiply(const float* gate, float* inout, int64_t count) {
+  const __m256 one = _mm256_set1_ps(1.0f);
+  int64_t i = 0;
+  for (; i + 8 <= count; i += 8) {
+    const __m256 g = _mm256_loadu_ps(gate + i);
+    const __m256 silu = _mm256_div_ps(g, _mm256_add_ps(one, exp8(_mm256_sub_ps(_mm256_setzero_ps(), g))));
+    _mm256_storeu_ps(inout + i, _mm256_mul_ps(_mm256_loadu_ps(inout + i), silu));
+  }
+  for (; i < count; ++i) inout[i] *= gate[i] / (1.0f + std::exp(-gate[i]));
 }
 
 // Calls body(std::integral_constant<DType, dtype>) for the weight's dtype.
@@ -194,7 +228,8 @@ void gemm(const float* x, int64_t rows, const WeightView& w, int64_t o_begin, in
 }  // namespace
 
 const MatmulKernels* avx2_matmul_kernels() {
-  static const MatmulKernels kernels{"avx2", gemv, gemm};
+  static const MatmulKernels kernels{.isa = "avx2", .gemv = gemv, .gemm = gemm, .pack_input = pack_input,
+                                     .input_tile_rows = micro_rows, .silu_multiply = silu_multiply};
   static const bool supported =
       cpu_has_avx2_fma_f16c();
   return supported ? &kernels : nullptr;

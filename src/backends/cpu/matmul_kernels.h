@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include "core/tensor.h"
 
@@ -30,11 +31,35 @@ struct MatmulKernels {
   // Decode-sized inputs: x f32 [rows, in] with rows <= gemv_max_rows, rows of x at stride `in`.
   void (*gemv)(const float* x, int64_t rows, const WeightView& weight, int64_t o_begin, int64_t o_end, float* out,
                int64_t out_stride);
-  // Any number of rows: packs weight panels to f32 in per-thread scratch and runs a
-  // register-blocked micro-kernel.
+  // Any number of rows: packs weight panels to f32 and runs a register-blocked
+  // micro-kernel. x is the input as pack_input left it, or [rows, in] as it is where
+  // the table has no pack_input.
   void (*gemm)(const float* x, int64_t rows, const WeightView& weight, int64_t o_begin, int64_t o_end, float* out,
                int64_t out_stride);
+  // Rearranges x [rows, in] for gemm, tiles [tile_begin, tile_end) of input_tile_rows
+  // rows each, into `packed` (packed_input_floats of them); null where gemm reads x as
+  // it is. Done once per op, so that every column task reads the same packed copy.
+  void (*pack_input)(const float* x, int64_t rows, int64_t in, int64_t tile_begin, int64_t tile_end,
+                     float* packed) = nullptr;
+  int64_t input_tile_rows = 1;
+  // inout[i] *= silu(gate[i]) = gate[i] / (1 + e^-gate[i]): the gated MLP's epilogue.
+  void (*silu_multiply)(const float* gate, float* inout, int64_t count) = nullptr;
 };
+inline int64_t input_tiles(const MatmulKernels& kernels, int64_t rows) {
+  return (rows + kernels.input_tile_rows - 1) / kernels.input_tile_rows;
+}
+inline int64_t packed_input_floats(const MatmulKernels& kernels, int64_t rows, int64_t in) {
+  return input_tiles(kernels, rows) * kernels.input_tile_rows * in;
+}
+// gemm's input for x [rows, in] on one thread (tests, benchmarks): packed into `buffer`
+// where the table packs, else x.
+inline const float* gemm_input(const MatmulKernels& kernels, const float* x, int64_t rows, int64_t in,
+                               std::vector<float>& buffer) {
+  if (!kernels.pack_input) return x;
+  buffer.resize(static_cast<size_t>(packed_input_floats(kernels, rows, in)));
+  kernels.pack_input(x, rows, in, 0, input_tiles(kernels, rows), buffer.data());
+  return buffer.data();
+}
 constexpr int64_t gemv_max_rows = 4;
 
 // The portable table, and the AVX2+FMA+F16C one when this build and CPU have it.

@@ -2,6 +2,7 @@
 // each input row on 8-lane vectors (GCC vector extensions: SSE2 on baseline x86-64).
 // It serves CPUs without AVX2 and is the second table the consistency tests run.
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "backends/cpu/matmul_kernels.h"
@@ -44,10 +45,15 @@ void rows_times_weight(const float* x, int64_t rows, const WeightView& w, int64_
   }
 }
 
+void silu_multiply(const float* gate, float* inout, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) inout[i] *= gate[i] / (1.0f + std::exp(-gate[i]));
+}
+
 }  // namespace
 
 const MatmulKernels& portable_matmul_kernels() {
-  static const MatmulKernels kernels{"portable", rows_times_weight, rows_times_weight};
+  static const MatmulKernels kernels{
+      .isa = "portable", .gemv = rows_times_weight, .gemm = rows_times_weight, .silu_multiply = silu_multiply};
   return kernels;
 }
 
