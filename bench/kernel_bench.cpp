@@ -31,8 +31,10 @@ void BM_Gemv(benchmark::State& state, DType dtype) {
   Tensor w = random_matrix(out, in, dtype), x = random_matrix(1, in, DType::f32);
   std::vector<float> y(static_cast<size_t>(out));
   const MatmulKernels& kernels = matmul_kernels();
+  std::vector<float> packed;
   for (auto _ : state) {
-    kernels.gemv(x.data<float>(), 1, WeightView::of(w), 0, out, y.data(), out);
+    kernels.gemv(gemv_input(kernels, dtype, x.data<float>(), 1, in, packed), 1, WeightView::of(w), 0, out, y.data(),
+                 out);
     benchmark::DoNotOptimize(y.data());
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * weight_bytes(w)));

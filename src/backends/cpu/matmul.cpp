@@ -33,12 +33,19 @@ void for_column_ranges(ThreadPool& pool, int64_t rows, int64_t out_features, Tas
   pool.run(count, [&](int64_t i) { task(i * width, std::min(out_features, (i + 1) * width)); });
 }
 
-// x [rows, in] as the kernels read it: gemm's packed copy (in per-thread scratch,
-// packed by the pool) where the table packs its input, else x itself.
-const float* kernel_input(ThreadPool& pool, const float* x, int64_t rows, int64_t in) {
+// x [rows, in] as the kernels read it, for a weight of `dtype`: gemm's packed copy
+// (packed by the pool) or gemv's int8 one where the table packs its input, else x
+// itself. Packed once per op, in per-thread scratch, for every column task to read.
+const float* kernel_input(ThreadPool& pool, const float* x, int64_t rows, int64_t in, DType dtype) {
   const MatmulKernels& kernels = matmul_kernels();
-  if (rows <= gemv_max_rows || !kernels.pack_input) return x;
   thread_local std::vector<float> packed_buffer;
+  if (rows <= gemv_max_rows) {
+    if (dtype != DType::i8 || !kernels.pack_int8_gemv_input) return x;
+    float* packed = scratch(packed_buffer, int8_gemv_input_floats(rows, in));
+    kernels.pack_int8_gemv_input(x, rows, in, packed);
+    return packed;
+  }
+  if (!kernels.pack_input) return x;
   float* packed = scratch(packed_buffer, packed_input_floats(kernels, rows, in));
   const int64_t tiles = input_tiles(kernels, rows), per_task = std::max<int64_t>(1, tiles / (4 * pool.threads()));
   pool.run((tiles + per_task - 1) / per_task, [&](int64_t task) {
@@ -66,7 +73,7 @@ void linear_of(ThreadPool& pool, const float* x, int64_t rows, const Tensor& wei
                const float* residual, float* out) {
   const WeightView view = WeightView::of(weight);
   const int64_t out_features = weight.shape()[0];
-  const float* input = kernel_input(pool, x, rows, view.in);
+  const float* input = kernel_input(pool, x, rows, view.in, view.dtype);
   for_column_ranges(pool, rows, out_features, [&](int64_t begin, int64_t end) {
     products(input, rows, view, begin, end, out, out_features);
     add_bias(bias, rows, begin, end, out, out_features);
@@ -94,7 +101,8 @@ void gated_linear(ThreadPool& pool, const Tensor& x, const Tensor& gate_weight, 
   float* gate = scratch(gate_buffer, rows * out_features);  // [rows, out_features]
   float* result = out.mutable_data<float>();
   const WeightView gate_view = WeightView::of(gate_weight), up_view = WeightView::of(up_weight);
-  const float* input = kernel_input(pool, x.data<float>(), rows, gate_view.in);
+  SHARDLM_CHECK(gate_view.dtype == up_view.dtype, "gated_linear: gate and up weights of different dtypes");
+  const float* input = kernel_input(pool, x.data<float>(), rows, gate_view.in, gate_view.dtype);
   for_column_ranges(pool, rows, out_features, [&](int64_t begin, int64_t end) {
     products(input, rows, gate_view, begin, end, gate, out_features);
     products(input, rows, up_view, begin, end, result, out_features);

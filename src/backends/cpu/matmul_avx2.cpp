@@ -4,7 +4,8 @@
 // gemv (decode): each weight row is read once from memory and multiplied into up to
 // four input rows; several output rows at a time keep four FMA chains in flight, so the
 // loop runs at memory speed. Weights are widened in registers (bf16: a 16-bit shift;
-// f16: vcvtph2ps; int8: sign-extend, convert, and one scale per 32-element block).
+// f16: vcvtph2ps); int8 weights meet int16 activations in integer multiply-adds, one
+// scale per 32-element block.
 //
 // gemm (prefill): the weight is packed, a panel of 16 output columns by 256 k at a
 // time, into f32 [k][16] (16 KB, L1-resident), and a 6x16 micro-kernel keeps 12
@@ -37,42 +38,6 @@ void gemv_tile(const float* x, const WeightView& w, int64_t o, float* out, int64
   for (int r = 0; r < R; ++r)
     SHARDLM_UNROLL
     for (int j = 0; j < O; ++j) acc[r][j] = _mm256_setzero_ps();
-  if constexpr (D == DType::i8) {
-    // Blocks of 32 share one scale: sum the block unscaled, then fold it in scaled.
-    const uint16_t* scales[O];
-    SHARDLM_UNROLL
-    for (int j = 0; j < O; ++j) scales[j] = w.block_scales + (o + j) * (in / block);
-    const auto* next_tile = static_cast<const char*>(row_pointer<D>(w, o + O));  // prefetched, as below
-    for (int64_t k = 0; k < in; k += block) {
-      SHARDLM_UNROLL
-      for (int j = 0; j < O; ++j) _mm_prefetch(next_tile + j * in + k, _MM_HINT_T0);
-      __m256 partial[R][O];
-      SHARDLM_UNROLL
-      for (int r = 0; r < R; ++r)
-        SHARDLM_UNROLL
-        for (int j = 0; j < O; ++j) partial[r][j] = _mm256_setzero_ps();
-      SHARDLM_UNROLL
-      for (int64_t step = 0; step < block; step += 8)
-        SHARDLM_UNROLL
-        for (int j = 0; j < O; ++j) {
-          const __m256 weights = load8<D>(rows[j], k + step);
-          SHARDLM_UNROLL
-          for (int r = 0; r < R; ++r)
-            partial[r][j] = _mm256_fmadd_ps(_mm256_loadu_ps(x + r * in + k + step), weights, partial[r][j]);
-        }
-      SHARDLM_UNROLL
-      for (int j = 0; j < O; ++j) {
-        const __m256 scale = _mm256_set1_ps(_cvtsh_ss(scales[j][k / block]));
-        SHARDLM_UNROLL
-        for (int r = 0; r < R; ++r) acc[r][j] = _mm256_fmadd_ps(partial[r][j], scale, acc[r][j]);
-      }
-    }
-    SHARDLM_UNROLL
-    for (int r = 0; r < R; ++r)
-      SHARDLM_UNROLL
-      for (int j = 0; j < O; ++j) out[r * out_stride + o + j] = horizontal_sum(acc[r][j]);
-    return;
-  }
   // One cache line of each row per iteration, while the next tile's rows (O rows on,
   // contiguous in memory) are prefetched: more lines in flight than the hardware
   // prefetcher keeps for a handful of interleaved streams.
@@ -123,20 +88,134 @@ void gemv_tile(const float* x, const WeightView& w, int64_t o, float* out, int64
     }
 }
 
+// Activations for int8 weights: each block of 32 as int16 with one f32 scale (its
+// largest |x| / 32767: an error of at most 2^-16 of that value, far below the
+// weights' own 2^-8), so that a block's products run as integer multiply-adds
+// (vpmaddwd: 16 products an instruction) instead of widening every weight to f32.
+void pack_int8_gemv_input(const float* x, int64_t rows, int64_t in, float* packed) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  for (int64_t r = 0; r < rows; ++r) {
+    auto* values = reinterpret_cast<int16_t*>(packed + r * int8_gemv_row_floats(in));
+    float* scales = packed + r * int8_gemv_row_floats(in) + in / 2;
+    for (int64_t b = 0; b < in / block; ++b) {
+      const float* source = x + r * in + b * block;
+      __m256 v[4], largest = _mm256_setzero_ps();
+      SHARDLM_UNROLL
+      for (int i = 0; i < 4; ++i) {
+        v[i] = _mm256_loadu_ps(source + 8 * i);
+        largest = _mm256_max_ps(largest, _mm256_andnot_ps(sign, v[i]));
+      }
+      const float maximum = horizontal_max(largest);
+      const __m256 inverse = _mm256_set1_ps(maximum > 0 ? 32767.0f / maximum : 0.0f);
+      scales[b] = maximum / 32767.0f;
+      __m256i q[4];
+      SHARDLM_UNROLL
+      for (int i = 0; i < 4; ++i) q[i] = _mm256_cvtps_epi32(_mm256_mul_ps(v[i], inverse));
+      // packs works per 128-bit lane: the permute puts the four quarters back in order.
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(values + b * block),
+                          _mm256_permute4x64_epi64(_mm256_packs_epi32(q[0], q[1]), 0xD8));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(values + b * block + 16),
+                          _mm256_permute4x64_epi64(_mm256_packs_epi32(q[2], q[3]), 0xD8));
+    }
+  }
+}
+
+// Eight consecutive block scales from `scales` (`count` of them, the rest zero), as f32.
+inline __m256 load_scales8(const uint16_t* scales, int64_t count) {
+  if (count == 8) return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales)));
+  alignas(16) uint16_t part[8] = {};
+  std::memcpy(part, scales, static_cast<size_t>(count) * sizeof(uint16_t));
+  return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(part)));
+}
+inline __m256 load_scales8(const float* scales, int64_t count) {
+  if (count == 8) return _mm256_loadu_ps(scales);
+  alignas(32) float part[8] = {};
+  std::memcpy(part, scales, static_cast<size_t>(count) * sizeof(float));
+  return _mm256_load_ps(part);
+}
+
+// int8 weights against pack_int8_gemv_input's rows: per block, 32 int8 x int16
+// products summed exactly in int32, then scaled once by weight scale x input scale.
+// Scales are loaded eight blocks at a time and multiplied together as vectors.
+template <int R, int O>
+void gemv_int8_tile(const float* packed_x, const WeightView& w, int64_t o, float* out, int64_t out_stride) {
+  const int64_t in = w.in, blocks = in / block, row_floats = int8_gemv_row_floats(in);
+  const int8_t* rows[O];
+  const uint16_t* weight_scales[O];
+  SHARDLM_UNROLL
+  for (int j = 0; j < O; ++j) {
+    rows[j] = static_cast<const int8_t*>(row_pointer<DType::i8>(w, o + j));
+    weight_scales[j] = w.block_scales + (o + j) * blocks;
+  }
+  const int16_t* values[R];
+  const float* input_scales[R];
+  SHARDLM_UNROLL
+  for (int r = 0; r < R; ++r) {
+    values[r] = reinterpret_cast<const int16_t*>(packed_x + r * row_floats);
+    input_scales[r] = packed_x + r * row_floats + in / 2;
+  }
+  const auto* next_tile = static_cast<const char*>(row_pointer<DType::i8>(w, o + O));  // prefetched, as below
+  __m256 acc[R][O];
+  SHARDLM_UNROLL
+  for (int r = 0; r < R; ++r)
+    SHARDLM_UNROLL
+    for (int j = 0; j < O; ++j) acc[r][j] = _mm256_setzero_ps();
+  for (int64_t b0 = 0; b0 < blocks; b0 += 8) {
+    const int64_t group = std::min<int64_t>(8, blocks - b0);
+    __m256 scale[R][O];  // [.][.][b]: the combined scale of block b0 + b
+    SHARDLM_UNROLL
+    for (int j = 0; j < O; ++j) {
+      const __m256 weight_scale = load_scales8(weight_scales[j] + b0, group);
+      SHARDLM_UNROLL
+      for (int r = 0; r < R; ++r) scale[r][j] = _mm256_mul_ps(weight_scale, load_scales8(input_scales[r] + b0, group));
+    }
+    for (int64_t b = 0; b < group; ++b) {
+      const int64_t k = (b0 + b) * block;
+      if (b % 2 == 0)  // one 64-byte line of each of the next tile's rows per two blocks
+        SHARDLM_UNROLL
+        for (int j = 0; j < O; ++j) _mm_prefetch(next_tile + j * in + k, _MM_HINT_T0);
+      const __m256i lane = _mm256_set1_epi32(static_cast<int32_t>(b));
+      SHARDLM_UNROLL
+      for (int j = 0; j < O; ++j) {
+        const __m256i low = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[j] + k)));
+        const __m256i high = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[j] + k + 16)));
+        SHARDLM_UNROLL
+        for (int r = 0; r < R; ++r) {
+          const __m256i sums = _mm256_add_epi32(
+              _mm256_madd_epi16(low, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(values[r] + k))),
+              _mm256_madd_epi16(high, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(values[r] + k + 16))));
+          acc[r][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_permutevar8x32_ps(scale[r][j], lane), acc[r][j]);
+        }
+      }
+    }
+  }
+  SHARDLM_UNROLL
+  for (int r = 0; r < R; ++r)
+    SHARDLM_UNROLL
+    for (int j = 0; j < O; ++j) out[r * out_stride + o + j] = horizontal_sum(acc[r][j]);
+}
+
 // Enough independent accumulators (R * O >= 3) to hide the FMA latency.
 template <DType D, int R>
 void gemv_rows(const float* x, const WeightView& w, int64_t o_begin, int64_t o_end, float* out, int64_t stride) {
   constexpr int O = R == 1 ? 4 : R == 2 ? 2 : 1;
   int64_t o = o_begin;
-  for (; o + O <= o_end; o += O) gemv_tile<D, R, O>(x, w, o, out, stride);
-  for (; o < o_end; ++o) gemv_tile<D, R, 1>(x, w, o, out, stride);
+  if constexpr (D == DType::i8) {
+    for (; o + O <= o_end; o += O) gemv_int8_tile<R, O>(x, w, o, out, stride);
+    for (; o < o_end; ++o) gemv_int8_tile<R, 1>(x, w, o, out, stride);
+  } else {
+    for (; o + O <= o_end; o += O) gemv_tile<D, R, O>(x, w, o, out, stride);
+    for (; o < o_end; ++o) gemv_tile<D, R, 1>(x, w, o, out, stride);
+  }
 }
 
 template <DType D>
 void gemv_typed(const float* x, int64_t rows, const WeightView& w, int64_t o_begin, int64_t o_end, float* out,
                 int64_t stride) {
+  // Rows of x: f32 [in], or pack_int8_gemv_input's rows for int8 weights.
+  const int64_t row_floats = D == DType::i8 ? int8_gemv_row_floats(w.in) : w.in;
   for (int64_t r = 0; r < rows; r += gemv_max_rows) {
-    const float* xr = x + r * w.in;
+    const float* xr = x + r * row_floats;
     float* outr = out + r * stride;
     switch (std::min(rows - r, gemv_max_rows)) {
       case 1: gemv_rows<D, 1>(xr, w, o_begin, o_end, outr, stride); break;
@@ -229,7 +308,8 @@ void gemm(const float* x, int64_t rows, const WeightView& w, int64_t o_begin, in
 
 const MatmulKernels* avx2_matmul_kernels() {
   static const MatmulKernels kernels{.isa = "avx2", .gemv = gemv, .gemm = gemm, .pack_input = pack_input,
-                                     .input_tile_rows = micro_rows, .silu_multiply = silu_multiply};
+                                     .input_tile_rows = micro_rows, .pack_int8_gemv_input = pack_int8_gemv_input,
+                                     .silu_multiply = silu_multiply};
   static const bool supported =
       cpu_has_avx2_fma_f16c();
   return supported ? &kernels : nullptr;
