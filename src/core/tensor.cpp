@@ -1,5 +1,8 @@
 #include "core/tensor.h"
 
+#include <sys/mman.h>
+
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -10,14 +13,44 @@ std::string Device::to_string() const {
   return kind == DeviceKind::cpu ? std::string("cpu") : str_cat("cuda:", index);
 }
 
+namespace {
+
+constexpr size_t huge_page = size_t{2} << 20;
+
+// A large tensor (converted weights, KV caches) gets its own mapping, 2 MB-aligned and
+// marked for transparent huge pages: decode streams every weight once per token, and
+// with 4 KB pages each 4 KB costs a TLB miss (a two-level walk under a hypervisor).
+// The mapping ends at the tensor's last 4 KB page, so the final partial huge page
+// stays in small pages and nothing past the tensor becomes resident.
+std::shared_ptr<const void> allocate_huge_page_aligned(size_t bytes) {
+  const size_t length = (bytes + 4095) / 4096 * 4096;
+  void* mapping = ::mmap(nullptr, length + huge_page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mapping == MAP_FAILED) return nullptr;
+  const auto begin = reinterpret_cast<uintptr_t>(mapping);
+  const uintptr_t aligned = (begin + huge_page - 1) / huge_page * huge_page;
+  if (aligned > begin) ::munmap(mapping, aligned - begin);
+  if (const uintptr_t end = begin + length + huge_page; end > aligned + length)
+    ::munmap(reinterpret_cast<void*>(aligned + length), end - aligned - length);
+  void* memory = reinterpret_cast<void*>(aligned);
+  ::madvise(memory, length, MADV_HUGEPAGE);  // advice only: without THP, small pages
+  return {memory, [length](const void* p) { ::munmap(const_cast<void*>(p), length); }};
+}
+
+}  // namespace
+
 Tensor Tensor::empty(Shape shape, DType dtype) {
   SHARDLM_CHECK(shape.numel() >= 0, "tensor shape ", shape.to_string(), " has a negative dimension");
   size_t bytes = static_cast<size_t>(shape.numel()) * dtype_size(dtype);
   size_t rounded = (bytes + 63) / 64 * 64;
-  void* memory = rounded ? std::aligned_alloc(64, rounded) : nullptr;
-  if (rounded && !memory)
+  std::shared_ptr<const void> owner;
+  if (bytes >= huge_page) {
+    owner = allocate_huge_page_aligned(bytes);
+  } else if (void* memory = rounded ? std::aligned_alloc(64, rounded) : nullptr) {
+    owner.reset(memory, [](const void* p) { std::free(const_cast<void*>(p)); });
+  }
+  if (rounded && !owner)
     fail("out of memory allocating ", bytes, " bytes for a ", dtype_name(dtype), shape.to_string(), " tensor");
-  std::shared_ptr<const void> owner(memory, [](const void* p) { std::free(const_cast<void*>(p)); });
+  const void* memory = owner.get();
   return wrap(std::move(owner), memory, std::move(shape), dtype, /*writable=*/true);
 }
 
