@@ -42,6 +42,8 @@ AutoModelForCausalLM AutoModelForCausalLM::from_pretrained(const std::string& pa
     impl->checkpoint = io::Checkpoint::open(files);
     impl->model = models::create_causal_lm(impl->config, impl->checkpoint,
                                            {.dtype = options.dtype,
+                                            .copy_mapped_weights = !options.memory_map_weights &&
+                                                                   impl->backend->device().kind == DeviceKind::cpu,
                                             .quantize_int8 = options.quantize == "int8",
                                             .kv_cache_dtype = options.kv_cache_dtype,
                                             .device = impl->backend.get()},

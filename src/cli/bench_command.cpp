@@ -89,9 +89,27 @@ void run(const BenchArguments& args) {
   generation.eos_token_id = std::vector<int64_t>{};  // random weights: run the full length
   generation.max_cache_len = std::max(args.prompt_tokens, args.tg_prompt_tokens + args.generated_tokens) + 1;
 
-  std::vector<double> pp, tg, tg_communication_ms;
+  // The machine's limits: given, or measured on the CPU. Measured in a single process,
+  // each timed repetition is preceded by its own probe and scored against it, since a
+  // shared machine's bandwidth and clock drift by tens of percent within minutes. Ranks
+  // on one host share its bandwidth: each gets its share of a given figure, and all
+  // probe together once at the end. An accelerator's figures must be given.
+  const bool on_cpu = model.device() == "cpu";
+  const bool probe_each = on_cpu && local_ranks == 1;
+  const auto probe_bandwidth = [&] {
+    return args.bandwidth_gbs ? *args.bandwidth_gbs / (on_cpu ? local_ranks : 1)
+           : on_cpu           ? backends::cpu::measure_read_bandwidth_gbs(threads)
+                              : 0;
+  };
+  const auto probe_peak = [&] {
+    return args.fma_peak_gflops ? *args.fma_peak_gflops : on_cpu ? backends::cpu::measure_fma_peak_gflops(threads) : 0;
+  };
+  std::vector<double> pp, tg, tg_communication_ms, peaks, bandwidths, pp_shares, tg_shares;
+  size_t peak_rss = 0;
   for (int64_t repetition = -1; repetition < args.repetitions; ++repetition) {  // -1: warm-up (compiles)
+    if (repetition == 0) peak_rss = peak_resident_bytes();  // before any probe's buffer
     if (args.prompt_tokens > 0) {
+      if (repetition >= 0 && probe_each) peaks.push_back(probe_peak());
       GenerationConfig prefill = generation;
       prefill.max_new_tokens = 1;
       prefill.prefill_chunk_size = args.prefill_chunk.value_or(args.prompt_tokens);
@@ -100,6 +118,7 @@ void run(const BenchArguments& args) {
       if (repetition >= 0) pp.push_back(model.last_stats().prefill_tokens_per_s);
     }
     if (args.generated_tokens > 0) {
+      if (repetition >= 0 && probe_each) bandwidths.push_back(probe_bandwidth());
       GenerationConfig decode = generation;
       decode.max_new_tokens = args.generated_tokens + 1;  // the first token ends the prefill
       decode.prefill_chunk_size = args.prefill_chunk.value_or(args.tg_prompt_tokens);
@@ -114,23 +133,19 @@ void run(const BenchArguments& args) {
       }
     }
   }
-  const size_t peak_rss = peak_resident_bytes();  // before the bandwidth probe's buffer
-  // Measured only when needed and not given (each probe takes a second or two). Ranks on
-  // one host share its bandwidth: each gets its share of a given figure, and probes at
-  // the same time as the others.
-  // On an accelerator the CPU's limits say nothing: its figures must be given.
-  if (local_ranks > 1) parallel::world_process_group()->barrier();
-  const bool on_cpu = model.device() == "cpu";
-  const double bandwidth = args.bandwidth_gbs ? *args.bandwidth_gbs / (on_cpu ? local_ranks : 1)
-                           : args.generated_tokens > 0 && on_cpu ? backends::cpu::measure_read_bandwidth_gbs(threads)
-                                                                 : 0;
-  const double peak = args.fma_peak_gflops ? *args.fma_peak_gflops
-                      : args.prompt_tokens > 0 && on_cpu ? backends::cpu::measure_fma_peak_gflops(threads)
-                                                         : 0;
+  if (!probe_each) {
+    if (local_ranks > 1) parallel::world_process_group()->barrier();
+    if (args.generated_tokens > 0) bandwidths.assign(tg.size(), probe_bandwidth());
+    if (args.prompt_tokens > 0) peaks.assign(pp.size(), probe_peak());
+  }
+  // Shares of the limits: decoding a batch reads the weights once per step for all its rows.
+  for (size_t i = 0; i < tg.size(); ++i)
+    if (bandwidths[i] > 0) tg_shares.push_back(100 * tg[i] * cost.read_bytes / (args.batch * bandwidths[i] * 1e9));
+  for (size_t i = 0; i < pp.size(); ++i)
+    if (peaks[i] > 0) pp_shares.push_back(100 * pp[i] * cost.matmul_flops / (peaks[i] * 1e9));
   const Spread pp_spread = spread_of(pp), tg_spread = spread_of(tg), communication = spread_of(tg_communication_ms);
-  // Decoding a batch reads the weights once per step for all its rows.
-  const double tg_roofline = bandwidth > 0 ? args.batch * bandwidth * 1e9 / cost.read_bytes : 0;  // tok/s
-  const double pp_roofline = peak > 0 ? peak * 1e9 / cost.matmul_flops : 0;                // tok/s
+  const Spread bandwidth = spread_of(bandwidths), peak = spread_of(peaks);
+  const Spread tg_share = spread_of(tg_shares), pp_share = spread_of(pp_shares);
   const std::string dtype = args.model.quantize.empty() ? (args.model.dtype.empty() ? "as stored" : args.model.dtype)
                                                         : args.model.quantize;
   nlohmann::json result = {
@@ -152,10 +167,15 @@ void run(const BenchArguments& args) {
       {"tg_communication_ms_per_token", communication.mean},
       {"read_bytes_per_token", cost.read_bytes},
       {"matmul_flops_per_token", cost.matmul_flops},
-      {"read_bandwidth_gbs", bandwidth},
-      {"fma_peak_gflops", peak},
-      {"tg_percent_of_roofline", tg_roofline > 0 ? 100 * tg_spread.mean / tg_roofline : 0},
-      {"pp_percent_of_fma_peak", pp_roofline > 0 ? 100 * pp_spread.mean / pp_roofline : 0},
+      {"read_bandwidth_gbs", bandwidth.mean},
+      {"read_bandwidth_gbs_stddev", bandwidth.deviation},
+      {"fma_peak_gflops", peak.mean},
+      {"fma_peak_gflops_stddev", peak.deviation},
+      {"limits_probed_per_repetition", probe_each && !(args.bandwidth_gbs && args.fma_peak_gflops)},
+      {"tg_percent_of_roofline", tg_share.mean},
+      {"tg_percent_of_roofline_stddev", tg_share.deviation},
+      {"pp_percent_of_fma_peak", pp_share.mean},
+      {"pp_percent_of_fma_peak_stddev", pp_share.deviation},
       {"repetitions", args.repetitions},
   };
   if (args.output == "json") {
@@ -166,16 +186,18 @@ void run(const BenchArguments& args) {
               args.model.model.c_str(), model.device().c_str(), dtype.c_str(), threads, model.weight_bytes() / 1e9,
               peak_rss / 1e9,
               model.tp_size() > 1 ? str_cat(" (per rank of tp_size ", model.tp_size(), ")").c_str() : "");
-  std::printf("%-8s %12s %10s %s\n", "test", "tok/s", "stddev", "share of the machine's limit");
+  std::printf("%-8s %12s %10s %s\n", "test", "tok/s", "stddev", "share of the machine's limit (mean ± stddev)");
   if (args.prompt_tokens > 0)
-    std::printf("pp%-6lld %12.2f %10.2f %.1f%% of %.1f GFLOP/s FMA peak (%.3f GFLOP/token)\n",
-                static_cast<long long>(args.prompt_tokens), pp_spread.mean, pp_spread.deviation,
-                result["pp_percent_of_fma_peak"].get<double>(), peak, cost.matmul_flops / 1e9);
+    std::printf("pp%-6lld %12.2f %10.2f %.1f%% ± %.1f of %.1f GFLOP/s FMA peak (%.3f GFLOP/token)\n",
+                static_cast<long long>(args.prompt_tokens), pp_spread.mean, pp_spread.deviation, pp_share.mean,
+                pp_share.deviation, peak.mean, cost.matmul_flops / 1e9);
   if (args.generated_tokens > 0)
-    std::printf("tg%-6lld %12.2f %10.2f %.1f%% of %.1f GB/s read bandwidth (%.3f GB/token)%s\n",
-                static_cast<long long>(args.generated_tokens), tg_spread.mean, tg_spread.deviation,
-                result["tg_percent_of_roofline"].get<double>(), bandwidth, cost.read_bytes / 1e9,
+    std::printf("tg%-6lld %12.2f %10.2f %.1f%% ± %.1f of %.1f GB/s read bandwidth (%.3f GB/token)%s\n",
+                static_cast<long long>(args.generated_tokens), tg_spread.mean, tg_spread.deviation, tg_share.mean,
+                tg_share.deviation, bandwidth.mean, cost.read_bytes / 1e9,
                 args.batch > 1 ? str_cat(", batch ", args.batch, ": tokens of all rows").c_str() : "");
+  if (probe_each && !(args.bandwidth_gbs && args.fma_peak_gflops))
+    std::printf("limits probed before each repetition; each share is of its own probe\n");
   if (args.generated_tokens > 0 && model.tp_size() > 1)
     std::printf("tg communication: %.3f ms per token in all-reduce/all-gather (rank 0)\n", communication.mean);
 }
@@ -185,7 +207,9 @@ void run(const BenchArguments& args) {
 void add_bench_command(CLI::App& app) {
   auto args = std::make_shared<BenchArguments>();
   CLI::App* command = app.add_subcommand(
-      "bench", "Measure prompt processing (pp) and generation (tg) speed, and their share of the machine's limits");
+      "bench",
+      "Measure prompt processing (pp) and generation (tg) speed, and their share of the machine's limits (on the "
+      "CPU measured before each repetition, unless given)");
   add_model_options(*command, args->model);
   command->add_option("--prompt-tokens,-p", args->prompt_tokens, "pp test: prompt length (0 skips it)")
       ->capture_default_str()
@@ -206,11 +230,13 @@ void add_bench_command(CLI::App& app) {
                       "Prompt tokens per prefill step (default: the whole prompt in one step)")
       ->check(CLI::PositiveNumber);
   command->add_option("--bandwidth-gbs", args->bandwidth_gbs,
-                      "Memory read bandwidth for the tg roofline (default on the CPU: measured now, see "
+                      "Memory read bandwidth for the tg roofline (default on the CPU: measured before each "
+                      "repetition, see "
                       "bench/roofline; on a GPU give its HBM figure); under CPU tensor parallelism each rank on the "
                       "host counts its share");
   command->add_option("--fma-peak-gflops", args->fma_peak_gflops,
-                      "Matrix peak for the pp share: the CPU's f32 FMA peak (default: measured now), or a GPU's bf16 "
+                      "Matrix peak for the pp share: the CPU's f32 FMA peak (default: measured before each "
+                      "repetition), or a GPU's bf16 "
                       "matrix peak (give it)");
   command->add_option("--output,-o", args->output, "text, or json (one object)")
       ->capture_default_str()

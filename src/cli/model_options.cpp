@@ -22,6 +22,9 @@ void add_model_options(CLI::App& command, ModelArguments& args) {
   command.add_option("--device", args.device, "cpu, cuda, cuda:N or auto")->capture_default_str();
   command.add_option("--threads,-t", args.threads, "CPU threads (default: one per hardware thread)")
       ->check(CLI::NonNegativeNumber);
+  command.add_flag("--mmap-weights", args.mmap_weights,
+                   "Keep weights used as stored memory-mapped (instant load) instead of copying them into huge-page "
+                   "memory on the CPU (faster decode)");
   command.add_flag("--verbose,-v", args.verbose, "Log what is loaded, and each compile with its key and time");
   command.add_option("--tp-size", args.tp_size,
                      "Tensor parallelism: split the model over this many processes, one per device; start them "
@@ -99,6 +102,7 @@ LoadedModel load_model(const ModelArguments& args) {
   if (!args.dtype.empty()) options.dtype = parse_dtype(args.dtype);
   options.threads = args.threads;
   options.quantize = args.quantize;
+  options.memory_map_weights = args.mmap_weights;
   if (!args.kv_cache_dtype.empty()) options.kv_cache_dtype = parse_dtype(args.kv_cache_dtype);
   AutoModelForCausalLM model = AutoModelForCausalLM::from_pretrained(model_path, options);
   if (model.tp_rank() != 0 && !std::freopen("/dev/null", "w", stdout)) fail("cannot silence stdout of rank ", model.tp_rank());

@@ -17,7 +17,7 @@ struct ModelArguments {
   std::string revision = "main";
   std::string dtype, device = "cpu", quantize, kv_cache_dtype;
   int threads = 0;
-  bool verbose = false;
+  bool verbose = false, mmap_weights = false;
   int tp_size = 1;
   std::string tp_plan_file;
 };

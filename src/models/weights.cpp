@@ -119,10 +119,32 @@ Tensor WeightLoader::require_part(const std::string& name, const Shape& expected
   return tensor;
 }
 
+namespace {
+
+// A mapped tensor's bytes in a Tensor::empty (huge pages), copied a part at a time with
+// each part's file pages released behind it: the process never holds both copies.
+Tensor copy_releasing_mapped_pages(const Tensor& mapped) {
+  constexpr size_t part = size_t{16} << 20;
+  Tensor copy = Tensor::empty(mapped.shape(), mapped.dtype());
+  const auto* source = static_cast<const std::byte*>(mapped.raw());
+  auto* destination = static_cast<std::byte*>(copy.mutable_raw());
+  for (size_t offset = 0; offset < mapped.nbytes(); offset += part) {
+    const size_t bytes = std::min(part, mapped.nbytes() - offset);
+    std::memcpy(destination + offset, source + offset, bytes);
+    io::release_mapped_pages(source + offset, bytes);
+  }
+  return copy;
+}
+
+}  // namespace
+
 Tensor WeightLoader::finish_loading(Tensor tensor) {
+  constexpr size_t huge_page = size_t{2} << 20;
   if (tensor.dtype() != DType::i8) {
     if (options_.dtype && *options_.dtype != tensor.dtype()) tensor = tensor.to_dtype(*options_.dtype);
     if (options_.quantize_int8 && quantizable(tensor.shape())) tensor = quantize_int8(tensor);
+    if (options_.copy_mapped_weights && !tensor.writable() && tensor.nbytes() >= huge_page)
+      tensor = copy_releasing_mapped_pages(tensor);
   }
   if (!matrix_dtype_ && tensor.shape().rank() == 2) matrix_dtype_ = tensor.dtype();
   loaded_bytes_ += tensor.nbytes() + (tensor.quantized() ? tensor.block_scales().nbytes() : 0);

@@ -6,7 +6,8 @@
 
 namespace shardlm::backends::cpu {
 
-// GB/s of reading a 1 GiB buffer with `threads` threads (best of a few passes).
+// GB/s of reading a 1 GiB buffer (in huge pages where granted) with `threads` threads
+// (best of a few passes).
 double measure_read_bandwidth_gbs(int threads);
 // GFLOP/s (2 per FMA) of 8-lane f32 FMAs on `threads` threads: the peak the AVX2 kernels
 // can reach. 0 when the CPU lacks AVX2/FMA.
