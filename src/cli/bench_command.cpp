@@ -146,8 +146,11 @@ void run(const BenchArguments& args) {
   const Spread pp_spread = spread_of(pp), tg_spread = spread_of(tg), communication = spread_of(tg_communication_ms);
   const Spread bandwidth = spread_of(bandwidths), peak = spread_of(peaks);
   const Spread tg_share = spread_of(tg_shares), pp_share = spread_of(pp_shares);
-  const std::string dtype = args.model.quantize.empty() ? (args.model.dtype.empty() ? "as stored" : args.model.dtype)
-                                                        : args.model.quantize;
+  const std::string dtype =
+      args.model.quantize.empty()
+          ? (args.model.dtype.empty() ? (args.model.mmap_weights ? "as stored, memory-mapped" : "as stored")
+                                      : args.model.dtype)
+          : args.model.quantize;
   nlohmann::json result = {
       {"model", args.model.model},
       {"device", model.device()},
