@@ -101,11 +101,15 @@ void gated_linear(ThreadPool& pool, const Tensor& x, const Tensor& gate_weight, 
   float* gate = scratch(gate_buffer, rows * out_features);  // [rows, out_features]
   float* result = out.mutable_data<float>();
   const WeightView gate_view = WeightView::of(gate_weight), up_view = WeightView::of(up_weight);
-  SHARDLM_CHECK(gate_view.dtype == up_view.dtype, "gated_linear: gate and up weights of different dtypes");
-  const float* input = kernel_input(pool, x.data<float>(), rows, gate_view.in, gate_view.dtype);
+  // gemm's packed input does not depend on the weight's dtype; gemv packs only for int8,
+  // so when the two dtypes differ at most one of them reads the scratch.
+  const float* gate_input = kernel_input(pool, x.data<float>(), rows, gate_view.in, gate_view.dtype);
+  const float* up_input = gate_view.dtype == up_view.dtype || rows > gemv_max_rows
+                              ? gate_input
+                              : kernel_input(pool, x.data<float>(), rows, up_view.in, up_view.dtype);
   for_column_ranges(pool, rows, out_features, [&](int64_t begin, int64_t end) {
-    products(input, rows, gate_view, begin, end, gate, out_features);
-    products(input, rows, up_view, begin, end, result, out_features);
+    products(gate_input, rows, gate_view, begin, end, gate, out_features);
+    products(up_input, rows, up_view, begin, end, result, out_features);
     add_bias(gate_bias, rows, begin, end, gate, out_features);
     add_bias(up_bias, rows, begin, end, result, out_features);
     for (int64_t r = 0; r < rows; ++r)
