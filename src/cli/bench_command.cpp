@@ -96,6 +96,7 @@ void run(const BenchArguments& args) {
   // probe together once at the end. An accelerator's figures must be given.
   const bool on_cpu = model.device() == "cpu";
   const bool probe_each = on_cpu && local_ranks == 1;
+  const bool probed_per_repetition = probe_each && !(args.bandwidth_gbs && args.fma_peak_gflops);
   const auto probe_bandwidth = [&] {
     return args.bandwidth_gbs ? *args.bandwidth_gbs / (on_cpu ? local_ranks : 1)
            : on_cpu           ? backends::cpu::measure_read_bandwidth_gbs(threads)
@@ -174,7 +175,7 @@ void run(const BenchArguments& args) {
       {"read_bandwidth_gbs_stddev", bandwidth.deviation},
       {"fma_peak_gflops", peak.mean},
       {"fma_peak_gflops_stddev", peak.deviation},
-      {"limits_probed_per_repetition", probe_each && !(args.bandwidth_gbs && args.fma_peak_gflops)},
+      {"limits_probed_per_repetition", probed_per_repetition},
       {"tg_percent_of_roofline", tg_share.mean},
       {"tg_percent_of_roofline_stddev", tg_share.deviation},
       {"pp_percent_of_fma_peak", pp_share.mean},
@@ -199,7 +200,7 @@ void run(const BenchArguments& args) {
                 static_cast<long long>(args.generated_tokens), tg_spread.mean, tg_spread.deviation, tg_share.mean,
                 tg_share.deviation, bandwidth.mean, cost.read_bytes / 1e9,
                 args.batch > 1 ? str_cat(", batch ", args.batch, ": tokens of all rows").c_str() : "");
-  if (probe_each && !(args.bandwidth_gbs && args.fma_peak_gflops))
+  if (probed_per_repetition)
     std::printf("limits probed before each repetition; each share is of its own probe\n");
   if (args.generated_tokens > 0 && model.tp_size() > 1)
     std::printf("tg communication: %.3f ms per token in all-reduce/all-gather (rank 0)\n", communication.mean);

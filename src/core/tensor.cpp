@@ -15,7 +15,7 @@ std::string Device::to_string() const {
 
 namespace {
 
-constexpr size_t huge_page = size_t{2} << 20;
+constexpr size_t huge_page = Tensor::huge_page_bytes;
 
 // A large tensor (converted weights, KV caches) gets its own mapping, 2 MB-aligned and
 // marked for transparent huge pages: decode streams every weight once per token, and

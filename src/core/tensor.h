@@ -74,6 +74,8 @@ class Tensor {
   // [out, in / quant_block], one per block of `quant_block` consecutive elements of a
   // row; element (o, i) stands for weight[o, i] * scales[o, i / quant_block].
   static constexpr int64_t quant_block = 32;
+  // From this size on, empty() maps the tensor 2 MB-aligned for transparent huge pages.
+  static constexpr size_t huge_page_bytes = size_t{2} << 20;
   Tensor with_block_scales(Tensor scales) const;
   bool quantized() const { return block_scales_ != nullptr; }
   const Tensor& block_scales() const;

@@ -139,11 +139,10 @@ Tensor copy_releasing_mapped_pages(const Tensor& mapped) {
 }  // namespace
 
 Tensor WeightLoader::finish_loading(Tensor tensor) {
-  constexpr size_t huge_page = size_t{2} << 20;
   if (tensor.dtype() != DType::i8) {
     if (options_.dtype && *options_.dtype != tensor.dtype()) tensor = tensor.to_dtype(*options_.dtype);
     if (options_.quantize_int8 && quantizable(tensor.shape())) tensor = quantize_int8(tensor);
-    if (options_.copy_mapped_weights && !tensor.writable() && tensor.nbytes() >= huge_page)
+    if (options_.copy_mapped_weights && !tensor.writable() && tensor.nbytes() >= Tensor::huge_page_bytes)
       tensor = copy_releasing_mapped_pages(tensor);
   }
   if (!matrix_dtype_ && tensor.shape().rank() == 2) matrix_dtype_ = tensor.dtype();

@@ -7,10 +7,11 @@
 // f16: vcvtph2ps); int8 weights meet int16 activations in integer multiply-adds, one
 // scale per 32-element block.
 //
-// gemm (prefill): the weight is packed, a panel of 16 output columns by 256 k at a
-// time, into f32 [k][16] (16 KB, L1-resident), and a 6x16 micro-kernel keeps 12
-// accumulators in registers, broadcasting 6 input rows' values against two 8-lane
-// weight vectors per k: 12 FMAs per 8 loads.
+// gemm (prefill): the input is packed once per op into 6-row k-major tiles; the weight
+// is packed, a panel of 16 output columns by 256 k at a time, into f32 [k][16] (16 KB,
+// L1-resident), and a 6x16 micro-kernel keeps 12 accumulators in registers,
+// broadcasting 6 input rows' values against two 8-lane weight vectors per k: 12 FMAs
+// per 8 loads.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -176,7 +177,7 @@ void gemv_int8_tile(const float* packed_x, const WeightView& w, int64_t o, float
     }
     for (int64_t b = 0; b < group; ++b) {
       const int64_t k = (b0 + b) * block;
-      if (b % 2 == 0)  // one 64-byte line of each of the next tile's rows per two blocks
+      if (b % 2 == 0)  // one 64-byte line of each row, prefetch_bytes on, per two blocks
         SHARDLM_UNROLL
         for (int j = 0; j < O; ++j) _mm_prefetch(ahead + j * in + k, _MM_HINT_T0);
       const __m256i lane = _mm256_set1_epi32(static_cast<int32_t>(b));
