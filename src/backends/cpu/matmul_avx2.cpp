@@ -1,9 +1,9 @@
 // AVX2 + FMA + F16C matmul kernels. This file alone is compiled with those
 // instructions enabled; matmul_kernels() calls into it only when the CPU has them.
 //
-// gemv (decode): each weight row is read once from memory and multiplied into up to
-// four input rows; several output rows at a time keep four FMA chains in flight, so the
-// loop runs at memory speed. Weights are widened in registers (bf16: a 16-bit shift;
+// gemv (decode): each weight row is read once from memory, in order, and multiplied
+// into up to four input rows; independent accumulator chains per row keep the FMAs
+// ahead of memory. Weights are widened in registers (bf16: a 16-bit shift;
 // f16: vcvtph2ps); int8 weights meet int16 activations in integer multiply-adds, one
 // scale per 32-element block.
 //
@@ -27,71 +27,43 @@ namespace {
 
 using namespace avx2;
 
-// How far ahead of the lines it reads the gemv prefetches: weight rows are short (1 - 6
-// KB), so the hardware prefetcher restarts at every row; 8 KB ahead is a few hundred
-// nanoseconds of streaming, past a DRAM round trip.
-constexpr int64_t prefetch_bytes = 8192;
-
-// out[r, o + j] for R input rows and O consecutive output rows starting at o.
-template <DType D, int R, int O>
-void gemv_tile(const float* x, const WeightView& w, int64_t o, float* out, int64_t out_stride) {
+// out[r, o] for R input rows and one output row o. The weight is read one row after
+// another, a single forward stream per task: on Zen 3 that keeps the hardware prefetcher
+// running at the full read bandwidth, where interleaving several rows (short streams,
+// one per row) with software prefetch reached ~80% of it. Four accumulator chains per
+// input row hide the FMA latency at one input row; at two and more, two suffice.
+template <DType D, int R>
+void gemv_row(const float* x, const WeightView& w, int64_t o, float* out, int64_t out_stride) {
+  constexpr int chains = R == 1 ? 4 : 2;
   const int64_t in = w.in;
-  const void* rows[O];
-  SHARDLM_UNROLL
-  for (int j = 0; j < O; ++j) rows[j] = row_pointer<D>(w, o + j);
-  __m256 acc[R][O];
+  const void* row = row_pointer<D>(w, o);
+  __m256 acc[R][chains];
   SHARDLM_UNROLL
   for (int r = 0; r < R; ++r)
     SHARDLM_UNROLL
-    for (int j = 0; j < O; ++j) acc[r][j] = _mm256_setzero_ps();
-  // One cache line of each row per iteration, while the lines prefetch_bytes on (rows
-  // lie contiguous in memory) are prefetched: more lines in flight than the hardware
-  // prefetcher keeps for a handful of interleaved streams.
-  constexpr int64_t line = D == DType::f32 ? 16 : 32;  // elements per 64-byte line
-  const auto* ahead = static_cast<const char*>(row_pointer<D>(w, o)) + prefetch_bytes;
-  const int64_t row_bytes = in * static_cast<int64_t>(dtype_size(D));
-  // Alternate 8-element steps feed a second accumulator set: two FMA chains per
-  // (row, output) halve the latency each line waits on.
-  __m256 odd[R][O];
-  SHARDLM_UNROLL
-  for (int r = 0; r < R; ++r)
-    SHARDLM_UNROLL
-    for (int j = 0; j < O; ++j) odd[r][j] = _mm256_setzero_ps();
+    for (int c = 0; c < chains; ++c) acc[r][c] = _mm256_setzero_ps();
   int64_t k = 0;
-  for (; k + line <= in; k += line) {
+  for (; k + 8 * chains <= in; k += 8 * chains)
     SHARDLM_UNROLL
-    for (int j = 0; j < O; ++j) _mm_prefetch(ahead + j * row_bytes + k * (64 / line), _MM_HINT_T0);
-    SHARDLM_UNROLL
-    for (int64_t step = 0; step < line; step += 16)
+    for (int c = 0; c < chains; ++c) {
+      const __m256 weights = load8<D>(row, k + 8 * c);
       SHARDLM_UNROLL
-      for (int j = 0; j < O; ++j) {
-        const __m256 even_weights = load8<D>(rows[j], k + step), odd_weights = load8<D>(rows[j], k + step + 8);
-        SHARDLM_UNROLL
-        for (int r = 0; r < R; ++r) {
-          acc[r][j] = _mm256_fmadd_ps(_mm256_loadu_ps(x + r * in + k + step), even_weights, acc[r][j]);
-          odd[r][j] = _mm256_fmadd_ps(_mm256_loadu_ps(x + r * in + k + step + 8), odd_weights, odd[r][j]);
-        }
-      }
+      for (int r = 0; r < R; ++r)
+        acc[r][c] = _mm256_fmadd_ps(_mm256_loadu_ps(x + r * in + k + 8 * c), weights, acc[r][c]);
+    }
+  for (; k + 8 <= in; k += 8) {
+    const __m256 weights = load8<D>(row, k);
+    SHARDLM_UNROLL
+    for (int r = 0; r < R; ++r) acc[r][0] = _mm256_fmadd_ps(_mm256_loadu_ps(x + r * in + k), weights, acc[r][0]);
   }
   SHARDLM_UNROLL
-  for (int r = 0; r < R; ++r)
+  for (int r = 0; r < R; ++r) {
     SHARDLM_UNROLL
-    for (int j = 0; j < O; ++j) acc[r][j] = _mm256_add_ps(acc[r][j], odd[r][j]);
-  for (; k + 8 <= in; k += 8)
-    SHARDLM_UNROLL
-    for (int j = 0; j < O; ++j) {
-      const __m256 weights = load8<D>(rows[j], k);
-      SHARDLM_UNROLL
-      for (int r = 0; r < R; ++r) acc[r][j] = _mm256_fmadd_ps(_mm256_loadu_ps(x + r * in + k), weights, acc[r][j]);
-    }
-  SHARDLM_UNROLL
-  for (int r = 0; r < R; ++r)
-    SHARDLM_UNROLL
-    for (int j = 0; j < O; ++j) {
-      float sum = horizontal_sum(acc[r][j]);
-      for (int64_t t = k; t < in; ++t) sum += x[r * in + t] * load1<D>(rows[j], t);
-      out[r * out_stride + o + j] = sum;
-    }
+    for (int c = 1; c < chains; ++c) acc[r][0] = _mm256_add_ps(acc[r][0], acc[r][c]);
+    float sum = horizontal_sum(acc[r][0]);
+    for (int64_t t = k; t < in; ++t) sum += x[r * in + t] * load1<D>(row, t);
+    out[r * out_stride + o] = sum;
+  }
 }
 
 // Activations for int8 weights: each block of 32 as int16 with one f32 scale (its
@@ -140,19 +112,15 @@ inline __m256 load_scales8(const float* scales, int64_t count) {
   return _mm256_load_ps(part);
 }
 
-// int8 weights against pack_int8_gemv_input's rows: per block, 32 int8 x int16
-// products summed exactly in int32, then scaled once by weight scale x input scale.
-// Scales are loaded eight blocks at a time and multiplied together as vectors.
-template <int R, int O>
-void gemv_int8_tile(const float* packed_x, const WeightView& w, int64_t o, float* out, int64_t out_stride) {
+// int8 weights against pack_int8_gemv_input's rows, one weight row o: per block, 32
+// int8 x int16 products summed exactly in int32, then scaled once by weight scale x
+// input scale. Scales are loaded eight blocks at a time and multiplied together as
+// vectors; even and odd blocks feed two chains per input row.
+template <int R>
+void gemv_int8_row(const float* packed_x, const WeightView& w, int64_t o, float* out, int64_t out_stride) {
   const int64_t in = w.in, blocks = in / block, row_floats = int8_gemv_row_floats(in);
-  const int8_t* rows[O];
-  const uint16_t* weight_scales[O];
-  SHARDLM_UNROLL
-  for (int j = 0; j < O; ++j) {
-    rows[j] = static_cast<const int8_t*>(row_pointer<DType::i8>(w, o + j));
-    weight_scales[j] = w.block_scales + (o + j) * blocks;
-  }
+  const auto* row = static_cast<const int8_t*>(row_pointer<DType::i8>(w, o));
+  const uint16_t* weight_scales = w.block_scales + o * blocks;
   const int16_t* values[R];
   const float* input_scales[R];
   SHARDLM_UNROLL
@@ -160,58 +128,44 @@ void gemv_int8_tile(const float* packed_x, const WeightView& w, int64_t o, float
     values[r] = reinterpret_cast<const int16_t*>(packed_x + r * row_floats);
     input_scales[r] = packed_x + r * row_floats + in / 2;
   }
-  const auto* ahead = static_cast<const char*>(row_pointer<DType::i8>(w, o)) + prefetch_bytes;
-  __m256 acc[R][O];
+  __m256 even[R], odd[R];
   SHARDLM_UNROLL
-  for (int r = 0; r < R; ++r)
+  for (int r = 0; r < R; ++r) even[r] = odd[r] = _mm256_setzero_ps();
+  // acc[r] += block b's 32 products with input row r, times their combined scale.
+  const auto add_block = [&](int64_t k, const float (&combined)[R][8], int64_t b, __m256 (&acc)[R]) {
+    const __m256i low = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + k)));
+    const __m256i high = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + k + 16)));
     SHARDLM_UNROLL
-    for (int j = 0; j < O; ++j) acc[r][j] = _mm256_setzero_ps();
+    for (int r = 0; r < R; ++r) {
+      const __m256i sums = _mm256_add_epi32(
+          _mm256_madd_epi16(low, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(values[r] + k))),
+          _mm256_madd_epi16(high, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(values[r] + k + 16))));
+      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_broadcast_ss(&combined[r][b]), acc[r]);
+    }
+  };
   for (int64_t b0 = 0; b0 < blocks; b0 += 8) {
     const int64_t group = std::min<int64_t>(8, blocks - b0);
-    __m256 scale[R][O];  // [.][.][b]: the combined scale of block b0 + b
+    const __m256 weight_scale = load_scales8(weight_scales + b0, group);
+    alignas(32) float combined[R][8];  // [r][b]: the scale of block b0 + b against input row r
     SHARDLM_UNROLL
-    for (int j = 0; j < O; ++j) {
-      const __m256 weight_scale = load_scales8(weight_scales[j] + b0, group);
-      SHARDLM_UNROLL
-      for (int r = 0; r < R; ++r) scale[r][j] = _mm256_mul_ps(weight_scale, load_scales8(input_scales[r] + b0, group));
+    for (int r = 0; r < R; ++r)
+      _mm256_store_ps(combined[r], _mm256_mul_ps(weight_scale, load_scales8(input_scales[r] + b0, group)));
+    int64_t b = 0;
+    for (; b + 2 <= group; b += 2) {
+      add_block((b0 + b) * block, combined, b, even);
+      add_block((b0 + b + 1) * block, combined, b + 1, odd);
     }
-    for (int64_t b = 0; b < group; ++b) {
-      const int64_t k = (b0 + b) * block;
-      if (b % 2 == 0)  // one 64-byte line of each row, prefetch_bytes on, per two blocks
-        SHARDLM_UNROLL
-        for (int j = 0; j < O; ++j) _mm_prefetch(ahead + j * in + k, _MM_HINT_T0);
-      const __m256i lane = _mm256_set1_epi32(static_cast<int32_t>(b));
-      SHARDLM_UNROLL
-      for (int j = 0; j < O; ++j) {
-        const __m256i low = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[j] + k)));
-        const __m256i high = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[j] + k + 16)));
-        SHARDLM_UNROLL
-        for (int r = 0; r < R; ++r) {
-          const __m256i sums = _mm256_add_epi32(
-              _mm256_madd_epi16(low, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(values[r] + k))),
-              _mm256_madd_epi16(high, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(values[r] + k + 16))));
-          acc[r][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_permutevar8x32_ps(scale[r][j], lane), acc[r][j]);
-        }
-      }
-    }
+    if (b < group) add_block((b0 + b) * block, combined, b, even);
   }
   SHARDLM_UNROLL
-  for (int r = 0; r < R; ++r)
-    SHARDLM_UNROLL
-    for (int j = 0; j < O; ++j) out[r * out_stride + o + j] = horizontal_sum(acc[r][j]);
+  for (int r = 0; r < R; ++r) out[r * out_stride + o] = horizontal_sum(_mm256_add_ps(even[r], odd[r]));
 }
 
-// Enough independent accumulators (R * O >= 3) to hide the FMA latency.
 template <DType D, int R>
 void gemv_rows(const float* x, const WeightView& w, int64_t o_begin, int64_t o_end, float* out, int64_t stride) {
-  constexpr int O = R == 1 ? 4 : R == 2 ? 2 : 1;
-  int64_t o = o_begin;
-  if constexpr (D == DType::i8) {
-    for (; o + O <= o_end; o += O) gemv_int8_tile<R, O>(x, w, o, out, stride);
-    for (; o < o_end; ++o) gemv_int8_tile<R, 1>(x, w, o, out, stride);
-  } else {
-    for (; o + O <= o_end; o += O) gemv_tile<D, R, O>(x, w, o, out, stride);
-    for (; o < o_end; ++o) gemv_tile<D, R, 1>(x, w, o, out, stride);
+  for (int64_t o = o_begin; o < o_end; ++o) {
+    if constexpr (D == DType::i8) gemv_int8_row<R>(x, w, o, out, stride);
+    else gemv_row<D, R>(x, w, o, out, stride);
   }
 }
 
