@@ -27,43 +27,55 @@ namespace {
 
 using namespace avx2;
 
-// out[r, o] for R input rows and one output row o. The weight is read one row after
-// another, a single forward stream per task: on Zen 3 that keeps the hardware prefetcher
-// running at the full read bandwidth, where interleaving several rows (short streams,
-// one per row) with software prefetch reached ~80% of it. Four accumulator chains per
-// input row hide the FMA latency at one input row; at two and more, two suffice.
-template <DType D, int R>
-void gemv_row(const float* x, const WeightView& w, int64_t o, float* out, int64_t out_stride) {
-  constexpr int chains = R == 1 ? 4 : 2;
+// out[r, o + s * part] for R input rows and S output rows, s < S, `part` rows apart. A
+// task's rows are split into S parts read side by side, each part in order: S long
+// forward streams, which on Zen 3 keep enough lines in flight for the full read
+// bandwidth (one stream per core reaches ~80% of it; rows next to each other are
+// short streams that the prefetcher restarts on every row). Two accumulator chains
+// per (row, stream) at one input row hide the FMA latency; at more rows, one suffices.
+template <DType D, int R, int S>
+void gemv_tile(const float* x, const WeightView& w, int64_t o, int64_t part, float* out, int64_t out_stride) {
+  constexpr int chains = R == 1 ? 2 : 1;
   const int64_t in = w.in;
-  const void* row = row_pointer<D>(w, o);
-  __m256 acc[R][chains];
+  const void* rows[S];
+  SHARDLM_UNROLL
+  for (int s = 0; s < S; ++s) rows[s] = row_pointer<D>(w, o + s * part);
+  __m256 acc[R][S][chains];
   SHARDLM_UNROLL
   for (int r = 0; r < R; ++r)
     SHARDLM_UNROLL
-    for (int c = 0; c < chains; ++c) acc[r][c] = _mm256_setzero_ps();
+    for (int s = 0; s < S; ++s)
+      SHARDLM_UNROLL
+      for (int c = 0; c < chains; ++c) acc[r][s][c] = _mm256_setzero_ps();
   int64_t k = 0;
   for (; k + 8 * chains <= in; k += 8 * chains)
     SHARDLM_UNROLL
-    for (int c = 0; c < chains; ++c) {
-      const __m256 weights = load8<D>(row, k + 8 * c);
+    for (int c = 0; c < chains; ++c)
+      SHARDLM_UNROLL
+      for (int s = 0; s < S; ++s) {
+        const __m256 weights = load8<D>(rows[s], k + 8 * c);
+        SHARDLM_UNROLL
+        for (int r = 0; r < R; ++r)
+          acc[r][s][c] = _mm256_fmadd_ps(_mm256_loadu_ps(x + r * in + k + 8 * c), weights, acc[r][s][c]);
+      }
+  for (; k + 8 <= in; k += 8)
+    SHARDLM_UNROLL
+    for (int s = 0; s < S; ++s) {
+      const __m256 weights = load8<D>(rows[s], k);
       SHARDLM_UNROLL
       for (int r = 0; r < R; ++r)
-        acc[r][c] = _mm256_fmadd_ps(_mm256_loadu_ps(x + r * in + k + 8 * c), weights, acc[r][c]);
+        acc[r][s][0] = _mm256_fmadd_ps(_mm256_loadu_ps(x + r * in + k), weights, acc[r][s][0]);
     }
-  for (; k + 8 <= in; k += 8) {
-    const __m256 weights = load8<D>(row, k);
-    SHARDLM_UNROLL
-    for (int r = 0; r < R; ++r) acc[r][0] = _mm256_fmadd_ps(_mm256_loadu_ps(x + r * in + k), weights, acc[r][0]);
-  }
   SHARDLM_UNROLL
-  for (int r = 0; r < R; ++r) {
+  for (int r = 0; r < R; ++r)
     SHARDLM_UNROLL
-    for (int c = 1; c < chains; ++c) acc[r][0] = _mm256_add_ps(acc[r][0], acc[r][c]);
-    float sum = horizontal_sum(acc[r][0]);
-    for (int64_t t = k; t < in; ++t) sum += x[r * in + t] * load1<D>(row, t);
-    out[r * out_stride + o] = sum;
-  }
+    for (int s = 0; s < S; ++s) {
+      SHARDLM_UNROLL
+      for (int c = 1; c < chains; ++c) acc[r][s][0] = _mm256_add_ps(acc[r][s][0], acc[r][s][c]);
+      float sum = horizontal_sum(acc[r][s][0]);
+      for (int64_t t = k; t < in; ++t) sum += x[r * in + t] * load1<D>(rows[s], t);
+      out[r * out_stride + o + s * part] = sum;
+    }
 }
 
 // Activations for int8 weights: each block of 32 as int16 with one f32 scale (its
@@ -112,15 +124,21 @@ inline __m256 load_scales8(const float* scales, int64_t count) {
   return _mm256_load_ps(part);
 }
 
-// int8 weights against pack_int8_gemv_input's rows, one weight row o: per block, 32
-// int8 x int16 products summed exactly in int32, then scaled once by weight scale x
-// input scale. Scales are loaded eight blocks at a time and multiplied together as
-// vectors; even and odd blocks feed two chains per input row.
-template <int R>
-void gemv_int8_row(const float* packed_x, const WeightView& w, int64_t o, float* out, int64_t out_stride) {
+// int8 weights against pack_int8_gemv_input's rows, output rows o + s * part as in
+// gemv_tile: per block, 32 int8 x int16 products summed exactly in int32, then scaled
+// once by weight scale x input scale. Scales are loaded eight blocks at a time and
+// multiplied together as vectors.
+template <int R, int S>
+void gemv_int8_tile(const float* packed_x, const WeightView& w, int64_t o, int64_t part, float* out,
+                    int64_t out_stride) {
   const int64_t in = w.in, blocks = in / block, row_floats = int8_gemv_row_floats(in);
-  const auto* row = static_cast<const int8_t*>(row_pointer<DType::i8>(w, o));
-  const uint16_t* weight_scales = w.block_scales + o * blocks;
+  const int8_t* rows[S];
+  const uint16_t* weight_scales[S];
+  SHARDLM_UNROLL
+  for (int s = 0; s < S; ++s) {
+    rows[s] = static_cast<const int8_t*>(row_pointer<DType::i8>(w, o + s * part));
+    weight_scales[s] = w.block_scales + (o + s * part) * blocks;
+  }
   const int16_t* values[R];
   const float* input_scales[R];
   SHARDLM_UNROLL
@@ -128,45 +146,57 @@ void gemv_int8_row(const float* packed_x, const WeightView& w, int64_t o, float*
     values[r] = reinterpret_cast<const int16_t*>(packed_x + r * row_floats);
     input_scales[r] = packed_x + r * row_floats + in / 2;
   }
-  __m256 even[R], odd[R];
+  __m256 acc[R][S];
   SHARDLM_UNROLL
-  for (int r = 0; r < R; ++r) even[r] = odd[r] = _mm256_setzero_ps();
-  // acc[r] += block b's 32 products with input row r, times their combined scale.
-  const auto add_block = [&](int64_t k, const float (&combined)[R][8], int64_t b, __m256 (&acc)[R]) {
-    const __m256i low = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + k)));
-    const __m256i high = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + k + 16)));
+  for (int r = 0; r < R; ++r)
     SHARDLM_UNROLL
-    for (int r = 0; r < R; ++r) {
-      const __m256i sums = _mm256_add_epi32(
-          _mm256_madd_epi16(low, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(values[r] + k))),
-          _mm256_madd_epi16(high, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(values[r] + k + 16))));
-      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_broadcast_ss(&combined[r][b]), acc[r]);
-    }
-  };
+    for (int s = 0; s < S; ++s) acc[r][s] = _mm256_setzero_ps();
   for (int64_t b0 = 0; b0 < blocks; b0 += 8) {
     const int64_t group = std::min<int64_t>(8, blocks - b0);
-    const __m256 weight_scale = load_scales8(weight_scales + b0, group);
-    alignas(32) float combined[R][8];  // [r][b]: the scale of block b0 + b against input row r
+    alignas(32) float combined[R][S][8];  // [r][s][b]: the scale of block b0 + b of row s against input row r
     SHARDLM_UNROLL
-    for (int r = 0; r < R; ++r)
-      _mm256_store_ps(combined[r], _mm256_mul_ps(weight_scale, load_scales8(input_scales[r] + b0, group)));
-    int64_t b = 0;
-    for (; b + 2 <= group; b += 2) {
-      add_block((b0 + b) * block, combined, b, even);
-      add_block((b0 + b + 1) * block, combined, b + 1, odd);
+    for (int s = 0; s < S; ++s) {
+      const __m256 weight_scale = load_scales8(weight_scales[s] + b0, group);
+      SHARDLM_UNROLL
+      for (int r = 0; r < R; ++r)
+        _mm256_store_ps(combined[r][s], _mm256_mul_ps(weight_scale, load_scales8(input_scales[r] + b0, group)));
     }
-    if (b < group) add_block((b0 + b) * block, combined, b, even);
+    for (int64_t b = 0; b < group; ++b) {
+      const int64_t k = (b0 + b) * block;
+      SHARDLM_UNROLL
+      for (int s = 0; s < S; ++s) {
+        const __m256i low = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[s] + k)));
+        const __m256i high =
+            _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[s] + k + 16)));
+        SHARDLM_UNROLL
+        for (int r = 0; r < R; ++r) {
+          const __m256i sums = _mm256_add_epi32(
+              _mm256_madd_epi16(low, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(values[r] + k))),
+              _mm256_madd_epi16(high, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(values[r] + k + 16))));
+          acc[r][s] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_broadcast_ss(&combined[r][s][b]), acc[r][s]);
+        }
+      }
+    }
   }
   SHARDLM_UNROLL
-  for (int r = 0; r < R; ++r) out[r * out_stride + o] = horizontal_sum(_mm256_add_ps(even[r], odd[r]));
+  for (int r = 0; r < R; ++r)
+    SHARDLM_UNROLL
+    for (int s = 0; s < S; ++s) out[r * out_stride + o + s * part] = horizontal_sum(acc[r][s]);
 }
 
+// Output rows [o_begin, o_end) as S parts read side by side (gemv_tile), then the
+// rows left over one at a time. Fewer streams at more input rows, as each needs
+// R accumulators.
 template <DType D, int R>
 void gemv_rows(const float* x, const WeightView& w, int64_t o_begin, int64_t o_end, float* out, int64_t stride) {
-  for (int64_t o = o_begin; o < o_end; ++o) {
-    if constexpr (D == DType::i8) gemv_int8_row<R>(x, w, o, out, stride);
-    else gemv_row<D, R>(x, w, o, out, stride);
-  }
+  constexpr int S = R == 1 ? 6 : R == 2 ? 4 : 3;
+  const auto tile = [&]<int Streams>(int64_t o, int64_t part) {
+    if constexpr (D == DType::i8) gemv_int8_tile<R, Streams>(x, w, o, part, out, stride);
+    else gemv_tile<D, R, Streams>(x, w, o, part, out, stride);
+  };
+  const int64_t part = (o_end - o_begin) / S;
+  for (int64_t o = o_begin; o < o_begin + part; ++o) tile.template operator()<S>(o, part);
+  for (int64_t o = o_begin + S * part; o < o_end; ++o) tile.template operator()<1>(o, 0);
 }
 
 template <DType D>
