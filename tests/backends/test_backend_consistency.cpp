@@ -206,6 +206,27 @@ TEST_P(BackendConsistency, CacheWriteAndAttention) {
   }
 }
 
+// Decode over a long cache: 100 visible positions (two key tiles), every group size
+// the decode kernel splits differently (1 to 8 query heads per KV head, 9 in two
+// passes), head_dim 48 (16-column value chunks) and 128 (32-column ones).
+TEST_P(BackendConsistency, DecodeAttentionGroupSizes) {
+  for (DType cache_dtype : {DType::f32, DType::bf16})
+    for (int64_t head_dim : {48, 128})
+      for (int64_t group : {1, 2, 3, 5, 8, 9}) {
+        const int64_t kv_heads = 2, heads = kv_heads * group, max_cache_len = 110;
+        Tensor k = random_tensor({1, kv_heads, max_cache_len, head_dim}, cache_dtype, random_);
+        Tensor v = random_tensor({1, kv_heads, max_cache_len, head_dim}, cache_dtype, random_);
+        Tensor q = random_tensor({1, 1, heads, head_dim}, DType::f32, random_);
+        const int32_t last = 99;
+        Tensor positions = Tensor::from_i32(std::span(&last, 1), {1, 1});
+        Tensor expected = Tensor::zeros(q.shape(), DType::f32), actual = output(q.shape());
+        reference::attention(q, k, v, positions, 0.2f, 0, expected);
+        backend_->attention(upload(q), upload(k), upload(v), upload(positions), 0.2f, 0, actual);
+        EXPECT_LT(relative_error(download(actual), to_doubles(expected)), backend_tolerance)
+            << dtype_name(cache_dtype) << " head_dim " << head_dim << " group " << group;
+      }
+}
+
 // Ties in value come out in index order and NaN ranks first, as torch.topk; exact.
 TEST_P(BackendConsistency, TopK) {
   Tensor logits = random_tensor({3, 1000}, DType::f32, random_);

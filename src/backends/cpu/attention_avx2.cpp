@@ -121,46 +121,98 @@ void flash_block_any(const float* const* queries, const int32_t* positions, int6
       queries, positions, rows, keys, values, head_dim, scale, sliding_window, outputs);
 }
 
-// Decode: one query position of `heads` query heads that share a KV head. Each cached
-// row is widened once into registers' reach (a stack row) and meets every head.
+// Decode, the values pass of one tile: result[g][d0, d0 + 8 V) += sum over the tile's
+// rows t of weights[g][t] * values[t][d0, d0 + 8 V), for every column chunk. The
+// accumulators stay in registers over the tile (G x V of them), so the value rows
+// (an L1-resident tile) are read once per chunk rather than each output once per row.
+template <DType Cache, int G, int V>
+void add_weighted_values(const float (*weights)[key_tile], const void* values, int64_t t0, int64_t count,
+                         int64_t head_dim, float* result) {
+  for (int64_t d0 = 0; d0 < head_dim; d0 += 8 * V) {
+    __m256 acc[G][V];
+    SHARDLM_UNROLL
+    for (int g = 0; g < G; ++g)
+      SHARDLM_UNROLL
+      for (int v = 0; v < V; ++v) acc[g][v] = _mm256_loadu_ps(result + g * head_dim + d0 + 8 * v);
+    for (int64_t t = 0; t < count; ++t) {
+      const void* row = row_pointer<Cache>(WeightView{values, Cache, head_dim}, t0 + t);
+      __m256 value[V];
+      SHARDLM_UNROLL
+      for (int v = 0; v < V; ++v) value[v] = load8<Cache>(row, d0 + 8 * v);
+      SHARDLM_UNROLL
+      for (int g = 0; g < G; ++g) {
+        const __m256 weight = _mm256_broadcast_ss(&weights[g][t]);
+        SHARDLM_UNROLL
+        for (int v = 0; v < V; ++v) acc[g][v] = _mm256_fmadd_ps(weight, value[v], acc[g][v]);
+      }
+    }
+    SHARDLM_UNROLL
+    for (int g = 0; g < G; ++g)
+      SHARDLM_UNROLL
+      for (int v = 0; v < V; ++v) _mm256_storeu_ps(result + g * head_dim + d0 + 8 * v, acc[g][v]);
+  }
+}
+
+// The values pass for `heads` <= decode_max_heads, four heads at a time, with eight
+// accumulators.
+template <DType Cache>
+void add_weighted_values(const float (*weights)[key_tile], int64_t heads, const void* values, int64_t t0,
+                         int64_t count, int64_t head_dim, float* result) {
+  for (int64_t g = 0; g < heads; g += 4) {
+    const float(*group_weights)[key_tile] = weights + g;
+    float* group_result = result + g * head_dim;
+    const int64_t group = std::min<int64_t>(4, heads - g);
+    if (group <= 2 && head_dim % 32 == 0)  // 32-column chunks
+      (group == 1 ? add_weighted_values<Cache, 1, 4> : add_weighted_values<Cache, 2, 4>)(
+          group_weights, values, t0, count, head_dim, group_result);
+    else  // 16-column chunks: head_dim is a multiple of 16
+      (group == 1   ? add_weighted_values<Cache, 1, 2>
+       : group == 2 ? add_weighted_values<Cache, 2, 2>
+       : group == 3 ? add_weighted_values<Cache, 3, 2>
+                    : add_weighted_values<Cache, 4, 2>)(group_weights, values, t0, count, head_dim, group_result);
+  }
+}
+
+// Decode: one query position of `heads` query heads that share a KV head. Keys are
+// read in place, each cached row once for all the heads; values as above.
 template <DType Cache>
 void attend_rows(const float* query, int64_t heads, const void* keys, const void* values, int64_t first,
                  int64_t visible, int64_t head_dim, float scale, float* result) {
-  alignas(32) float row[flash_max_head_dim];
   alignas(32) float scores[decode_max_heads][key_tile];  // [head, key in the tile]
   float maximum[decode_max_heads], sum[decode_max_heads];
-  const WeightView key_rows{keys, Cache, head_dim}, value_rows{values, Cache, head_dim};
   for (int64_t g = 0; g < heads; ++g) {
     maximum[g] = -INFINITY;
     sum[g] = 0;
     std::fill(result + g * head_dim, result + (g + 1) * head_dim, 0.0f);
   }
   const __m256 scaling = _mm256_set1_ps(scale);
+  // A head's cached rows are two short streams (keys, values) taken in turns, too short
+  // for the hardware prefetcher to ramp up: the keys pass prefetches this tile's values,
+  // and the next tile's keys.
+  const int64_t row_bytes = head_dim * static_cast<int64_t>(dtype_size(Cache));
+  const auto prefetch_row = [&](const void* rows, int64_t t) {
+    const char* start = static_cast<const char*>(rows) + t * row_bytes;
+    for (int64_t offset = 0; offset < row_bytes; offset += 64) _mm_prefetch(start + offset, _MM_HINT_T0);
+  };
   for (int64_t t0 = first; t0 < visible; t0 += key_tile) {
     const int64_t count = std::min(key_tile, visible - t0);
     for (int64_t t = 0; t < count; ++t) {
-      widen_row<Cache>(key_rows, t0 + t, 0, head_dim, row);
+      prefetch_row(values, t0 + t);
+      if (t0 + key_tile + t < visible) prefetch_row(keys, t0 + key_tile + t);
+      const void* key = row_pointer<Cache>(WeightView{keys, Cache, head_dim}, t0 + t);
       for (int64_t g = 0; g < heads; ++g) {
         const float* q = query + g * head_dim;
         __m256 even = _mm256_setzero_ps(), odd = _mm256_setzero_ps();
         for (int64_t d = 0; d < head_dim; d += 16) {
-          even = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), _mm256_load_ps(row + d), even);
-          odd = _mm256_fmadd_ps(_mm256_loadu_ps(q + d + 8), _mm256_load_ps(row + d + 8), odd);
+          even = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), load8<Cache>(key, d), even);
+          odd = _mm256_fmadd_ps(_mm256_loadu_ps(q + d + 8), load8<Cache>(key, d + 8), odd);
         }
         scores[g][t] = horizontal_sum(_mm256_mul_ps(_mm256_add_ps(even, odd), scaling));
       }
     }
     for (int64_t g = 0; g < heads; ++g)
       online_softmax_tile(scores[g], count, 0, count, maximum[g], sum[g], result + g * head_dim, head_dim);
-    for (int64_t t = 0; t < count; ++t) {
-      widen_row<Cache>(value_rows, t0 + t, 0, head_dim, row);
-      for (int64_t g = 0; g < heads; ++g) {
-        const __m256 weight = _mm256_set1_ps(scores[g][t]);
-        float* out = result + g * head_dim;
-        for (int64_t d = 0; d < head_dim; d += 8)
-          _mm256_storeu_ps(out + d, _mm256_fmadd_ps(weight, _mm256_load_ps(row + d), _mm256_loadu_ps(out + d)));
-      }
-    }
+    add_weighted_values<Cache>(scores, heads, values, t0, count, head_dim, result);
   }
   for (int64_t g = 0; g < heads; ++g) {
     const __m256 inverse = _mm256_set1_ps(1.0f / sum[g]);
