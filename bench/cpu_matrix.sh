@@ -3,7 +3,7 @@
 # Qwen3-0.6B's shape (bench/qwen3-0.6b-config.json), pp512 and tg128 (after a 64-token
 # prompt) for f32, bf16 (copied into huge pages, and kept memory-mapped), f16 and int8
 # weights at 1 and 2 threads. `shardlm bench` probes the read bandwidth and FMA peak
-# before each repetition and scores it against its own probe; bench/roofline's figure
+# before and after each repetition and scores it against their mean; bench/roofline's figure
 # is printed first for reference. Prints one JSON object per line.
 #   bash bench/cpu_matrix.sh [work-dir] [repetitions]
 set -euo pipefail

@@ -90,8 +90,9 @@ void run(const BenchArguments& args) {
   generation.max_cache_len = std::max(args.prompt_tokens, args.tg_prompt_tokens + args.generated_tokens) + 1;
 
   // The machine's limits: given, or measured on the CPU. Measured in a single process,
-  // each timed repetition is preceded by its own probe and scored against it, since a
-  // shared machine's bandwidth and clock drift by tens of percent within minutes. Ranks
+  // each timed repetition is probed right before and right after and scored against the
+  // mean of the two, since a shared machine's bandwidth and clock drift by tens of
+  // percent within minutes. Ranks
   // on one host share its bandwidth: each gets its share of a given figure, and all
   // probe together once at the end. An accelerator's figures must be given.
   const bool on_cpu = model.device() == "cpu";
@@ -117,6 +118,7 @@ void run(const BenchArguments& args) {
       model.generate({.input_ids = {random_prompt(args.prompt_tokens, config.vocab_size, random)}, .attention_mask = {}},
                      prefill);
       if (repetition >= 0) pp.push_back(model.last_stats().prefill_tokens_per_s);
+      if (repetition >= 0 && probe_each) peaks.back() = (peaks.back() + probe_peak()) / 2;
     }
     if (args.generated_tokens > 0) {
       if (repetition >= 0 && probe_each) bandwidths.push_back(probe_bandwidth());
@@ -131,6 +133,7 @@ void run(const BenchArguments& args) {
         const AutoModelForCausalLM::Stats stats = model.last_stats();
         tg.push_back(stats.decode_tokens_per_s);
         tg_communication_ms.push_back(1e3 * stats.decode_communication_s / static_cast<double>(stats.decode_tokens));
+        if (probe_each) bandwidths.back() = (bandwidths.back() + probe_bandwidth()) / 2;
       }
     }
   }
@@ -201,7 +204,7 @@ void run(const BenchArguments& args) {
                 tg_share.deviation, bandwidth.mean, cost.read_bytes / 1e9,
                 args.batch > 1 ? str_cat(", batch ", args.batch, ": tokens of all rows").c_str() : "");
   if (probed_per_repetition)
-    std::printf("limits probed before each repetition; each share is of its own probe\n");
+    std::printf("limits probed before and after each repetition; each share is of their mean\n");
   if (args.generated_tokens > 0 && model.tp_size() > 1)
     std::printf("tg communication: %.3f ms per token in all-reduce/all-gather (rank 0)\n", communication.mean);
 }
@@ -213,7 +216,7 @@ void add_bench_command(CLI::App& app) {
   CLI::App* command = app.add_subcommand(
       "bench",
       "Measure prompt processing (pp) and generation (tg) speed, and their share of the machine's limits (on the "
-      "CPU measured before each repetition, unless given)");
+      "CPU measured before and after each repetition, unless given)");
   add_model_options(*command, args->model);
   command->add_option("--prompt-tokens,-p", args->prompt_tokens, "pp test: prompt length (0 skips it)")
       ->capture_default_str()
