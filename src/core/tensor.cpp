@@ -54,6 +54,20 @@ Tensor Tensor::empty(Shape shape, DType dtype) {
   return wrap(std::move(owner), memory, std::move(shape), dtype, /*writable=*/true);
 }
 
+Tensor HostArena::empty(Shape shape, DType dtype) {
+  SHARDLM_CHECK(shape.numel() >= 0, "tensor shape ", shape.to_string(), " has a negative dimension");
+  const size_t bytes = static_cast<size_t>(shape.numel()) * dtype_size(dtype), rounded = (bytes + 63) / 64 * 64;
+  if (bytes > largest_carved) return Tensor::empty(std::move(shape), dtype);
+  if (!chunk_ || used_ + rounded > chunk_bytes) {
+    chunk_ = allocate_huge_page_aligned(chunk_bytes);
+    if (!chunk_) fail("out of memory reserving a ", chunk_bytes >> 20, " MB arena for weights");
+    used_ = 0;
+  }
+  const void* memory = static_cast<const std::byte*>(chunk_.get()) + used_;
+  used_ += rounded;
+  return Tensor::wrap(chunk_, memory, std::move(shape), dtype, /*writable=*/true);
+}
+
 Tensor Tensor::zeros(Shape shape, DType dtype) {
   Tensor tensor = empty(std::move(shape), dtype);
   if (tensor.nbytes()) std::memset(tensor.mutable_raw(), 0, tensor.nbytes());

@@ -90,4 +90,24 @@ class Tensor {
   std::shared_ptr<const Tensor> block_scales_;
 };
 
+// Host tensors side by side in shared 2 MB-aligned mappings marked for transparent huge
+// pages. A tensor of its own mapping keeps its last partial huge page in small pages,
+// and a weight under 2 MB (an int8 k/v projection, block scales) is all small pages;
+// carved out of a shared chunk, every weight converted or copied at load sits in huge
+// pages. Each tensor keeps its chunk alive; a chunk's untouched pages are not resident.
+class HostArena {
+ public:
+  static constexpr size_t chunk_bytes = size_t{256} << 20;
+  // Larger tensors get a mapping of their own (Tensor::empty): their partial last huge
+  // page is a small share of them.
+  static constexpr size_t largest_carved = chunk_bytes / 4;
+
+  // A new tensor with undefined contents, 64-byte aligned.
+  Tensor empty(Shape shape, DType dtype);
+
+ private:
+  std::shared_ptr<const void> chunk_;
+  size_t used_ = 0;
+};
+
 }  // namespace shardlm

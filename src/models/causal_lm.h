@@ -20,8 +20,9 @@ struct LoadOptions {
   // Convert floating weights to this dtype while loading (a copy); unset keeps the
   // stored dtype.
   std::optional<DType> dtype{};
-  // Copy weights that would stay memory-mapped (as stored, 2 MB or more) into
-  // huge-page host memory, releasing the file's pages as they are copied.
+  // Copy weights that would stay memory-mapped (used as stored) into huge-page host
+  // memory, releasing the file's pages as they are copied. Weights converted or
+  // quantized at load are put in huge pages on the host either way.
   bool copy_mapped_weights = false;
   // Quantize every [out, in] weight whose rows are whole 32-element blocks to int8
   // with f16 block scales (core/quantize.h) while loading.

@@ -121,30 +121,40 @@ Tensor WeightLoader::require_part(const std::string& name, const Shape& expected
 
 namespace {
 
-// A mapped tensor's bytes in a Tensor::empty (huge pages), copied a part at a time with
-// each part's file pages released behind it: the process never holds both copies.
-Tensor copy_releasing_mapped_pages(const Tensor& mapped) {
+// `source`'s bytes into `destination`, 16 MB at a time; a mapped source's file pages
+// are released behind each part, so the process never holds both copies.
+void copy_releasing_mapped_pages(const Tensor& source, const Tensor& destination) {
   constexpr size_t part = size_t{16} << 20;
-  Tensor copy = Tensor::empty(mapped.shape(), mapped.dtype());
-  const auto* source = static_cast<const std::byte*>(mapped.raw());
-  auto* destination = static_cast<std::byte*>(copy.mutable_raw());
-  for (size_t offset = 0; offset < mapped.nbytes(); offset += part) {
-    const size_t bytes = std::min(part, mapped.nbytes() - offset);
-    std::memcpy(destination + offset, source + offset, bytes);
-    io::release_mapped_pages(source + offset, bytes);
+  const auto* from = static_cast<const std::byte*>(source.raw());
+  auto* to = static_cast<std::byte*>(destination.mutable_raw());
+  for (size_t offset = 0; offset < source.nbytes(); offset += part) {
+    const size_t bytes = std::min(part, source.nbytes() - offset);
+    std::memcpy(to + offset, from + offset, bytes);
+    if (!source.writable()) io::release_mapped_pages(from + offset, bytes);
   }
-  return copy;
 }
 
 }  // namespace
+
+Tensor WeightLoader::in_huge_pages(const Tensor& tensor) {
+  const auto place = [&](const Tensor& part) {
+    // A large tensor converted at load already has a mapping of its own.
+    if (part.writable() && part.nbytes() > HostArena::largest_carved) return part;
+    Tensor placed = arena_.empty(part.shape(), part.dtype());
+    copy_releasing_mapped_pages(part, placed);
+    return placed;
+  };
+  Tensor placed = place(tensor);
+  return tensor.quantized() ? placed.with_block_scales(place(tensor.block_scales())) : placed;
+}
 
 Tensor WeightLoader::finish_loading(Tensor tensor) {
   if (tensor.dtype() != DType::i8) {
     if (options_.dtype && *options_.dtype != tensor.dtype()) tensor = tensor.to_dtype(*options_.dtype);
     if (options_.quantize_int8 && quantizable(tensor.shape())) tensor = quantize_int8(tensor);
-    if (options_.copy_mapped_weights && !tensor.writable() && tensor.nbytes() >= Tensor::huge_page_bytes)
-      tensor = copy_releasing_mapped_pages(tensor);
   }
+  const bool on_host = !options_.device || options_.device->device().kind == DeviceKind::cpu;
+  if (on_host && (tensor.writable() || options_.copy_mapped_weights)) tensor = in_huge_pages(tensor);
   if (!matrix_dtype_ && tensor.shape().rank() == 2) matrix_dtype_ = tensor.dtype();
   loaded_bytes_ += tensor.nbytes() + (tensor.quantized() ? tensor.block_scales().nbytes() : 0);
   return options_.device ? options_.device->to_device(tensor) : tensor;

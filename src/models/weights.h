@@ -53,6 +53,9 @@ class WeightLoader {
                         const parallel::Segments* columns) const;
   // Converts or quantizes a stored tensor (or part of one) as the options ask; counts its bytes.
   Tensor finish_loading(Tensor tensor);
+  // A host weight (and its block scales) moved into huge-page memory: carved out of
+  // arena_, or left where it is when it already has a large mapping of its own.
+  Tensor in_huge_pages(const Tensor& tensor);
 
   const io::Checkpoint* checkpoint_ = nullptr;
   LoadOptions options_;
@@ -62,6 +65,7 @@ class WeightLoader {
   std::vector<std::pair<std::string, Shape>> requested_;
   parallel::TensorParallel tensor_parallel_;
   std::vector<int64_t> cache_kv_heads_;
+  HostArena arena_;
 };
 
 // The scale tensor of an int8 weight in a checkpoint: "<weight name>_scale".
