@@ -5,7 +5,6 @@
 // activations rounded to the weights' 16-bit type, as a bf16 model runs in transformers.
 #include "backends/cuda/cuda_backend.h"
 
-#include <cublasLt.h>
 #include <cuda_runtime_api.h>
 
 #include <cstdlib>
@@ -13,6 +12,7 @@
 #include <map>
 #include <tuple>
 
+#include "backends/cuda/cublaslt_library.h"
 #include "backends/cuda/kernels.h"
 #include "core/error.h"
 #include "core/logging.h"
@@ -95,7 +95,7 @@ class CudaBackend final : public Backend {
                   count, " CUDA device(s) (cuda:0 to cuda:", count - 1, "); CUDA_VISIBLE_DEVICES narrows which");
     check_cuda(cudaSetDevice(device_index), "cudaSetDevice");
     check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
-    check_cublas(cublasLtCreate(&blas_), "cublasLtCreate");
+    check_cublas(cublaslt().create(&blas_), "cublasLtCreate");
     workspace_ = device_memory(workspace_bytes);
     const char* graphs = std::getenv("SHARDLM_CUDA_GRAPHS");
     graphs_enabled_ = !(graphs && std::string(graphs) == "0");
@@ -104,12 +104,12 @@ class CudaBackend final : public Backend {
   ~CudaBackend() override {
     cudaStreamSynchronize(stream_);
     for (auto& [key, plan] : plans_) {
-      cublasLtMatmulDescDestroy(plan.operation);
-      cublasLtMatrixLayoutDestroy(plan.weight);
-      cublasLtMatrixLayoutDestroy(plan.input);
-      cublasLtMatrixLayoutDestroy(plan.output);
+      cublaslt().desc_destroy(plan.operation);
+      cublaslt().layout_destroy(plan.weight);
+      cublaslt().layout_destroy(plan.input);
+      cublaslt().layout_destroy(plan.output);
     }
-    cublasLtDestroy(blas_);
+    cublaslt().destroy(blas_);
     cudaStreamDestroy(stream_);
   }
 
@@ -391,7 +391,7 @@ class CudaBackend final : public Backend {
     const int64_t out_features = weight.shape()[0];
     MatmulPlan& plan = plan_for({out_features, rows, in, weight.dtype()});
     const float one = 1.0f, zero = 0.0f;
-    check_cublas(cublasLtMatmul(blas_, plan.operation, &one, weight.raw(), plan.weight, input, plan.input,
+    check_cublas(cublaslt().matmul(blas_, plan.operation, &one, weight.raw(), plan.weight, input, plan.input,
                                 residual ? &one : &zero, residual ? static_cast<const void*>(residual) : out, plan.output,
                                 out, plan.output, &plan.algorithm, workspace_.get(), workspace_bytes, stream_),
                  "cublasLtMatmul");
@@ -403,19 +403,19 @@ class CudaBackend final : public Backend {
     const auto [out_features, rows, in, dtype] = key;
     MatmulPlan plan;
     const cudaDataType_t type = cuda_type(dtype);
-    check_cublas(cublasLtMatmulDescCreate(&plan.operation, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
+    check_cublas(cublaslt().desc_create(&plan.operation, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
     const cublasOperation_t transpose = CUBLAS_OP_T, keep = CUBLAS_OP_N;
-    check_cublas(cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_TRANSA, &transpose, sizeof(transpose)),
+    check_cublas(cublaslt().desc_set_attribute(plan.operation, CUBLASLT_MATMUL_DESC_TRANSA, &transpose, sizeof(transpose)),
                  "CUBLASLT_MATMUL_DESC_TRANSA");
-    check_cublas(cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_TRANSB, &keep, sizeof(keep)),
+    check_cublas(cublaslt().desc_set_attribute(plan.operation, CUBLASLT_MATMUL_DESC_TRANSB, &keep, sizeof(keep)),
                  "CUBLASLT_MATMUL_DESC_TRANSB");
-    check_cublas(cublasLtMatrixLayoutCreate(&plan.weight, type, in, out_features, in), "weight layout");
-    check_cublas(cublasLtMatrixLayoutCreate(&plan.input, type, in, rows, in), "input layout");
-    check_cublas(cublasLtMatrixLayoutCreate(&plan.output, CUDA_R_32F, out_features, rows, out_features), "output layout");
+    check_cublas(cublaslt().layout_create(&plan.weight, type, in, out_features, in), "weight layout");
+    check_cublas(cublaslt().layout_create(&plan.input, type, in, rows, in), "input layout");
+    check_cublas(cublaslt().layout_create(&plan.output, CUDA_R_32F, out_features, rows, out_features), "output layout");
     cublasLtMatmulPreference_t preference = nullptr;
-    check_cublas(cublasLtMatmulPreferenceCreate(&preference), "cublasLtMatmulPreferenceCreate");
+    check_cublas(cublaslt().preference_create(&preference), "cublasLtMatmulPreferenceCreate");
     const size_t workspace = workspace_bytes;
-    cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
+    cublaslt().preference_set_attribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
                                          sizeof(workspace));
     // Operands may be arena views or row slices, aligned to 16 bytes but not to the
     // 256 the heuristic otherwise assumes.
@@ -423,13 +423,13 @@ class CudaBackend final : public Backend {
     for (cublasLtMatmulPreferenceAttributes_t attribute :
          {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
           CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
-      cublasLtMatmulPreferenceSetAttribute(preference, attribute, &alignment, sizeof(alignment));
+      cublaslt().preference_set_attribute(preference, attribute, &alignment, sizeof(alignment));
     cublasLtMatmulHeuristicResult_t result{};
     int found_count = 0;
-    const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(blas_, plan.operation, plan.weight, plan.input,
+    const cublasStatus_t status = cublaslt().algo_get_heuristic(blas_, plan.operation, plan.weight, plan.input,
                                                                  plan.output, plan.output, preference, 1, &result,
                                                                  &found_count);
-    cublasLtMatmulPreferenceDestroy(preference);
+    cublaslt().preference_destroy(preference);
     if (status != CUBLAS_STATUS_SUCCESS || found_count == 0)
       fail("cuBLASLt has no algorithm for a ", dtype_name(dtype), " matmul of [", rows, ", ", in, "] x [", out_features,
            ", ", in, "]^T (", status_name(status), ")");
