@@ -95,7 +95,7 @@ inline float horizontal_max(__m256 v) {
   return _mm_cvtss_f32(m);
 }
 
-constexpr int64_t micro_rows = 6, panel_width = 16, k_block = 256, column_block = 64;
+constexpr int64_t micro_rows = 6, panel_width = 16, k_block = 256, column_block = 128;
 
 // Elements [k0, k0 + count) of weight row `row`, as f32 with int8 scales applied.
 template <DType D>

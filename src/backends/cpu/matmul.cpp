@@ -21,12 +21,12 @@ float* scratch(std::vector<float>& buffer, int64_t size) {
 
 // Splits [0, out_features) into column ranges, each a multiple of the kernel's panel
 // width. gemv: about four per thread, so that uneven tasks balance. gemm: one per
-// 64-column block, the unit it packs anyway, so the threads finish within a block's
-// time of each other.
+// column block, the unit it packs anyway, so the threads finish within a block's time
+// of each other.
 template <typename Task>
 void for_column_ranges(ThreadPool& pool, int64_t rows, int64_t out_features, Task task) {
   const bool gemv = rows <= gemv_max_rows;
-  const int64_t granule = gemv ? 16 : 64;
+  const int64_t granule = gemv ? 16 : matmul_kernels().gemm_column_block;
   const int64_t wanted = gemv ? std::max<int64_t>(1, 4 * pool.threads()) : out_features / granule;
   const int64_t width = std::max(granule, (out_features / std::max<int64_t>(wanted, 1) + granule - 1) / granule * granule);
   const int64_t count = (out_features + width - 1) / width;

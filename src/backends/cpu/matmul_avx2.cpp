@@ -7,9 +7,9 @@
 // f16: vcvtph2ps); int8 weights meet int16 activations in integer multiply-adds, one
 // scale per 32-element block.
 //
-// gemm (prefill): the input is packed once per op into 6-row k-major tiles; the weight
-// is packed, a panel of 16 output columns by 256 k at a time, into f32 [k][16] (16 KB,
-// L1-resident), and a 6x16 micro-kernel keeps 12 accumulators in registers,
+// gemm (prefill): the input is packed once per op into 6-row k-major tiles, grouped by
+// 256-k block; the weight is packed, a panel of 16 output columns by 256 k at a time,
+// into f32 [k][16] (16 KB, L1-resident), and a 6x16 micro-kernel keeps 12 accumulators in registers,
 // broadcasting 6 input rows' values against two 8-lane weight vectors per k: 12 FMAs
 // per 8 loads.
 #include <immintrin.h>
@@ -217,30 +217,39 @@ void gemv_typed(const float* x, int64_t rows, const WeightView& w, int64_t o_beg
   }
 }
 
-// Tile t of x: rows [6t, 6t + 6) as [in][6] floats, rows past the end zero. Written
-// in order, reading the tile's rows side by side.
+// Tile t of x, rows [6t, 6t + 6) (past the end: zero), as k-major [k][6] floats, one
+// 256-k block at a time: block k0 of every tile lies together ([k block][tile][k][6]),
+// so the gemm reads a run of tiles at one k block as one forward stream.
+int64_t packed_tile_offset(int64_t tiles, int64_t in, int64_t t, int64_t k0) {
+  return k0 * tiles * micro_rows + t * std::min(k_block, in - k0) * micro_rows;
+}
+
 void pack_input(const float* x, int64_t rows, int64_t in, int64_t tile_begin, int64_t tile_end, float* packed) {
+  const int64_t tiles = (rows + micro_rows - 1) / micro_rows;
   for (int64_t t = tile_begin; t < tile_end; ++t) {
-    float* tile = packed + t * micro_rows * in;
     const int64_t tile_rows = std::min(micro_rows, rows - t * micro_rows);
     const float* row[micro_rows];
     for (int64_t i = 0; i < micro_rows; ++i) row[i] = x + (t * micro_rows + std::min(i, tile_rows - 1)) * in;
-    for (int64_t k = 0; k < in; ++k)
-      SHARDLM_UNROLL
-      for (int64_t i = 0; i < micro_rows; ++i) tile[k * micro_rows + i] = i < tile_rows ? row[i][k] : 0.0f;
+    for (int64_t k0 = 0; k0 < in; k0 += k_block) {
+      float* tile = packed + packed_tile_offset(tiles, in, t, k0);
+      for (int64_t k = 0; k < std::min(k_block, in - k0); ++k)
+        SHARDLM_UNROLL
+        for (int64_t i = 0; i < micro_rows; ++i) tile[k * micro_rows + i] = i < tile_rows ? row[i][k0 + k] : 0.0f;
+    }
   }
 }
 
-// BLIS's loop order: per k block, the weight's 64 columns are packed (64 KB, in L2);
-// then, for a block of input tiles small enough to stay in L2 (96 rows x 256 k,
-// 96 KB), each 16-column panel (16 KB) stays in L1 while every tile of the block
-// streams past it.
-constexpr int64_t tiles_per_block = 16;
+// BLIS's loop order: per k block, the weight's 128 columns are packed (128 KB, in L2);
+// then, for a block of input tiles small enough to stay in L2 beside them (144 rows x
+// 256 k, 144 KB), each 16-column panel (16 KB) stays in L1 while every tile of the
+// block streams past it. Wider column blocks reuse each input block more (one read
+// from L3 per eight panels).
+constexpr int64_t tiles_per_block = 24;
 
 template <DType D>
 void gemm_typed(const float* packed_x, int64_t rows, const WeightView& w, int64_t o_begin, int64_t o_end, float* out,
                 int64_t stride) {
-  // On the stack (64 KB): pool workers take tasks in no fixed order, and a per-thread
+  // On the stack (128 KB): pool workers take tasks in no fixed order, and a per-thread
   // heap buffer would be allocated whenever a worker first meets a gemm, warm or not.
   alignas(64) float packed[k_block * column_block];
   const int64_t in = w.in, tiles = (rows + micro_rows - 1) / micro_rows;
@@ -256,7 +265,7 @@ void gemm_typed(const float* packed_x, int64_t rows, const WeightView& w, int64_
         for (int64_t p = 0; p < panels; ++p)
           for (int64_t t = t0; t < std::min(tiles, t0 + tiles_per_block); ++t)
             micro_kernel_rows<InputLayout::packed_tile>(
-                std::min(micro_rows, rows - t * micro_rows), packed_x + t * micro_rows * in + k0 * micro_rows, 0,
+                std::min(micro_rows, rows - t * micro_rows), packed_x + packed_tile_offset(tiles, in, t, k0), 0,
                 packed + p * k_block * panel_width, panel_width, kc, out + t * micro_rows * stride + n0 + p * panel_width,
                 stride, std::min(panel_width, columns - p * panel_width), k0 > 0);
     }
@@ -299,7 +308,8 @@ void gemm(const float* x, int64_t rows, const WeightView& w, int64_t o_begin, in
 
 const MatmulKernels* avx2_matmul_kernels() {
   static const MatmulKernels kernels{.isa = "avx2", .gemv = gemv, .gemm = gemm, .pack_input = pack_input,
-                                     .input_tile_rows = micro_rows, .pack_int8_gemv_input = pack_int8_gemv_input,
+                                     .input_tile_rows = micro_rows, .gemm_column_block = column_block,
+                                     .pack_int8_gemv_input = pack_int8_gemv_input,
                                      .silu_multiply = silu_multiply};
   static const bool supported =
       cpu_has_avx2_fma_f16c();

@@ -43,6 +43,8 @@ struct MatmulKernels {
   void (*pack_input)(const float* x, int64_t rows, int64_t in, int64_t tile_begin, int64_t tile_end,
                      float* packed) = nullptr;
   int64_t input_tile_rows = 1;
+  // The output columns gemm packs a weight block for: the unit a column task should be.
+  int64_t gemm_column_block = 64;
   // Rearranges x [rows, in] for gemv over int8 weights, into `packed`
   // (int8_gemv_input_floats of them); null where gemv reads x as it is.
   void (*pack_int8_gemv_input)(const float* x, int64_t rows, int64_t in, float* packed) = nullptr;
