@@ -113,13 +113,20 @@ TEST_P(BackendConsistency, NormRopeElementwise) {
   backend_->rms_norm(upload(x), upload(w), 1e-6f, actual);
   EXPECT_LT(relative_error(download(actual), to_doubles(expected)), backend_tolerance);
 
-  RotaryEmbedding rotary{.inv_freq = {1.0, 0.1, 0.01, 0.001}, .rotary_dim = 8, .interleaved = false};
-  Tensor positions = Tensor::from_i32(std::vector<int32_t>{0, 3, 9, 100, 511}, {5});
-  Tensor rotated = x.clone();
-  reference::rope(rotated, positions, rotary);
-  Tensor device_rotated = upload(x.clone());
-  backend_->rope(device_rotated, upload(positions), rotary);
-  EXPECT_LT(relative_error(download(device_rotated), to_doubles(rotated)), backend_tolerance);
+  // Partial rotary_dim, both pairings; 700 tokens split over the pool.
+  for (bool interleaved : {false, true})
+    for (int64_t tokens : {5, 700}) {
+      RotaryEmbedding rotary{.inv_freq = {1.0, 0.1, 0.01, 0.001}, .rotary_dim = 8, .interleaved = interleaved};
+      std::vector<int32_t> position_values;
+      for (int64_t t = 0; t < tokens; ++t) position_values.push_back(static_cast<int32_t>((t * 37) % 4000));
+      Tensor positions = Tensor::from_i32(position_values, {tokens});
+      Tensor rotated = random_tensor({tokens, 3, 16}, DType::f32, random_);
+      Tensor device_rotated = upload(rotated.clone());
+      reference::rope(rotated, positions, rotary);
+      backend_->rope(device_rotated, upload(positions), rotary);
+      EXPECT_LT(relative_error(download(device_rotated), to_doubles(rotated)), backend_tolerance)
+          << "rope interleaved " << interleaved << " tokens " << tokens;
+    }
 
   Tensor y = random_tensor({5, 3, 16}, DType::f32, random_);
   reference::silu_mul(x, y, expected);

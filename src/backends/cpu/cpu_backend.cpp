@@ -41,7 +41,7 @@ class CpuBackend final : public Backend {
     cpu::rms_norm(pool_, x, weight, eps, out);
   }
   void rope(const Tensor& x, const Tensor& positions, const RotaryEmbedding& rotary) override {
-    reference::rope(x, positions, rotary);
+    cpu::rope(pool_, x, positions, rotary);
   }
   void kv_cache_write(const Tensor& cache, const Tensor& entries, const Tensor& positions) override {
     reference::kv_cache_write(cache, entries, positions);

@@ -42,6 +42,42 @@ void rms_norm(ThreadPool& pool, const Tensor& x, const Tensor& weight, float eps
   rms_norm_rows(pool, x.data<float>(), x.numel() / dim, dim, weight, eps, out.mutable_data<float>());
 }
 
+// The reference's arithmetic (angles in double, rotations in f32), reordered: each
+// token's cos/sin computed once into a row, then every head rotated along it, and
+// tokens split over the pool.
+void rope(ThreadPool& pool, const Tensor& x, const Tensor& positions, const RotaryEmbedding& rotary) {
+  const int64_t tokens = x.shape()[0], heads = x.shape()[1], head_dim = x.shape()[2];
+  const int64_t half = rotary.rotary_dim / 2;
+  float* data = x.mutable_data<float>();
+  const int32_t* position = positions.data<int32_t>();
+  for_row_ranges(pool, tokens, heads * head_dim, [&](int64_t begin, int64_t end) {
+    thread_local std::vector<float> cos_row, sin_row;  // [half], grown once
+    if (cos_row.size() < static_cast<size_t>(half)) {
+      cos_row.resize(static_cast<size_t>(half));
+      sin_row.resize(static_cast<size_t>(half));
+    }
+    for (int64_t t = begin; t < end; ++t) {
+      for (int64_t i = 0; i < half; ++i) {
+        const double angle = static_cast<double>(position[t]) * rotary.inv_freq[i];
+        cos_row[i] = static_cast<float>(std::cos(angle));
+        sin_row[i] = static_cast<float>(std::sin(angle));
+      }
+      // Pair i is (i, i + half), or (2i, 2i + 1) when interleaved.
+      const int64_t first_stride = rotary.interleaved ? 2 : 1, second_offset = rotary.interleaved ? 1 : half;
+      for (int64_t h = 0; h < heads; ++h) {
+        float* head = data + (t * heads + h) * head_dim;
+        for (int64_t i = 0; i < half; ++i) {
+          float& first = head[i * first_stride];
+          float& second = head[i * first_stride + second_offset];
+          const float a = first, b = second;
+          first = a * cos_row[i] - b * sin_row[i];
+          second = b * cos_row[i] + a * sin_row[i];
+        }
+      }
+    }
+  });
+}
+
 void silu_mul(ThreadPool& pool, const Tensor& gate, const Tensor& up, const Tensor& out) {
   const float* g = gate.data<float>();
   const float* u = up.data<float>();

@@ -23,6 +23,8 @@ void attention(ThreadPool& pool, const Tensor& q, const Tensor& k_cache, const T
 void rms_norm_rows(ThreadPool& pool, const float* x, int64_t rows, int64_t dim, const Tensor& weight, float eps,
                    float* out);
 void rms_norm(ThreadPool& pool, const Tensor& x, const Tensor& weight, float eps, const Tensor& out);
+// x f32 [tokens, heads, head_dim], rotated in place by each token's position [tokens].
+void rope(ThreadPool& pool, const Tensor& x, const Tensor& positions, const RotaryEmbedding& rotary);
 void silu_mul(ThreadPool& pool, const Tensor& gate, const Tensor& up, const Tensor& out);
 void add(ThreadPool& pool, const Tensor& a, const Tensor& b, const Tensor& out);
 
