@@ -124,6 +124,12 @@ inline __m256 load_scales8(const float* scales, int64_t count) {
   return _mm256_load_ps(part);
 }
 
+// How far ahead of its reads the int8 gemv prefetches each weight stream. Its ~10
+// instructions per 32 bytes fill the out-of-order window sooner than the 16-bit
+// kernels' ~6, so fewer lines are in flight on hardware prefetch alone: 1 KB ahead
+// read ~8% faster at two threads on Zen 3 (the 16-bit kernels showed no steady gain).
+constexpr int64_t int8_prefetch_bytes = 1024;
+
 // int8 weights against pack_int8_gemv_input's rows, output rows o + s * part as in
 // gemv_tile: per block, 32 int8 x int16 products summed exactly in int32, then scaled
 // once by weight scale x input scale. Scales are loaded eight blocks at a time and
@@ -163,6 +169,10 @@ void gemv_int8_tile(const float* packed_x, const WeightView& w, int64_t o, int64
     }
     for (int64_t b = 0; b < group; ++b) {
       const int64_t k = (b0 + b) * block;
+      if (b % 2 == 0)  // one line of each stream, int8_prefetch_bytes on, per two blocks
+        SHARDLM_UNROLL
+        for (int s = 0; s < S; ++s)
+          _mm_prefetch(reinterpret_cast<const char*>(rows[s] + k) + int8_prefetch_bytes, _MM_HINT_T0);
       SHARDLM_UNROLL
       for (int s = 0; s < S; ++s) {
         const __m256i low = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[s] + k)));
