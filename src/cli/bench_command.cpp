@@ -92,9 +92,9 @@ void run(const BenchArguments& args) {
   // The machine's limits: given, or measured on the CPU. Measured in a single process,
   // each timed repetition is probed right before and right after and scored against the
   // mean of the two, since a shared machine's bandwidth and clock drift by tens of
-  // percent within minutes. Ranks
-  // on one host share its bandwidth: each gets its share of a given figure, and all
-  // probe together once at the end. An accelerator's figures must be given.
+  // percent within minutes. Ranks on one host share its bandwidth: each gets its share
+  // of a given figure, and all probe together once at the end. An accelerator's figures
+  // must be given.
   const bool on_cpu = model.device() == "cpu";
   const bool probe_each = on_cpu && local_ranks == 1;
   const bool probed_per_repetition = probe_each && !(args.bandwidth_gbs && args.fma_peak_gflops);
