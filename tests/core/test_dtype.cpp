@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <vector>
 
 #include "core/dtype.h"
 #include "core/error.h"
@@ -35,6 +36,21 @@ TEST(DType, Bf16RoundTripIsExactForEveryBitPattern) {
     }
     EXPECT_EQ(f32_to_bf16(value), bits) << bits;
   }
+}
+
+// The bulk conversion runs eight at a time: bit for bit the scalar one, NaN payloads,
+// infinities, subnormals and ties included, and in the tail past the last eight.
+TEST(DType, BulkBf16ConversionMatchesTheScalarOne) {
+  std::vector<float> values;
+  for (uint64_t bits = 0; bits <= 0xffffffffu; bits += 65521) values.push_back(std::bit_cast<float>(uint32_t(bits)));
+  for (uint32_t bits : {0x7f800000u, 0xff800000u, 0x7f800001u, 0xffc00000u, 0x7fffffffu, 0x00000001u, 0x80000001u,
+                        0x3f808000u, 0x3f818000u, 0x7f7fffffu, 0x7f7f8000u})
+    values.push_back(std::bit_cast<float>(bits));
+  values.resize(values.size() / 8 * 8 + 5, 1.00390625f);  // a tie, in the scalar tail
+  std::vector<uint16_t> bulk(values.size());
+  convert_from_f32(values.data(), bulk.data(), DType::bf16, values.size());
+  for (size_t i = 0; i < values.size(); ++i)
+    ASSERT_EQ(bulk[i], f32_to_bf16(values[i])) << "bits " << std::bit_cast<uint32_t>(values[i]);
 }
 
 TEST(DType, F16RoundTripIsExactForEveryBitPattern) {

@@ -189,7 +189,7 @@ void attend_rows(const float* query, int64_t heads, const void* keys, const void
   // A head's cached rows are two short streams (keys, values) taken in turns, too short
   // for the hardware prefetcher to ramp up: the keys pass prefetches this tile's values,
   // and the next tile's keys.
-  const int64_t row_bytes = head_dim * static_cast<int64_t>(dtype_size(Cache));
+  const int64_t row_bytes = head_dim * element_bytes<Cache>;
   const auto prefetch_row = [&](const void* rows, int64_t t) {
     const char* start = static_cast<const char*>(rows) + t * row_bytes;
     for (int64_t offset = 0; offset < row_bytes; offset += 64) _mm_prefetch(start + offset, _MM_HINT_T0);

@@ -31,9 +31,13 @@ namespace shardlm::backends::cpu::avx2 {
 
 constexpr int64_t block = Tensor::quant_block;
 
+// Bytes per weight element of dtype D, known at compile time (dtype_size is not).
+template <DType D>
+constexpr int64_t element_bytes = D == DType::f32 ? 4 : D == DType::i8 ? 1 : 2;
+
 template <DType D>
 inline const void* row_pointer(const WeightView& w, int64_t row) {
-  return static_cast<const std::byte*>(w.data) + row * w.in * static_cast<int64_t>(dtype_size(D));
+  return static_cast<const std::byte*>(w.data) + row * w.in * element_bytes<D>;
 }
 
 // Eight consecutive weights of a row from element k, as f32 (int8: unscaled).

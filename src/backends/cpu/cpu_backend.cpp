@@ -44,7 +44,7 @@ class CpuBackend final : public Backend {
     cpu::rope(pool_, x, positions, rotary);
   }
   void kv_cache_write(const Tensor& cache, const Tensor& entries, const Tensor& positions) override {
-    reference::kv_cache_write(cache, entries, positions);
+    cpu::kv_cache_write(pool_, cache, entries, positions);
   }
   void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& positions, float scale,
                  int64_t sliding_window, const Tensor& out) override {

@@ -1,11 +1,13 @@
 // Row-wise and element-wise ops (simple loops GCC vectorizes; rms_norm's sum of squares
 // on the 8-lane dot), split over the pool when large enough to pay for the hand-off.
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/simd.h"
 #include "core/dtype.h"
+#include "core/error.h"
 
 namespace shardlm::backends::cpu {
 namespace {
@@ -32,7 +34,9 @@ void rms_norm_rows(ThreadPool& pool, const float* x, int64_t rows, int64_t dim, 
       const float* input = x + r * dim;
       const float scale = 1.0f / std::sqrt(dot(input, input, dim) / static_cast<float>(dim) + eps);
       float* result = out + r * dim;
-      for (int64_t j = 0; j < dim; ++j) result[j] = input[j] * scale * scale_by[j];
+      int64_t j = 0;
+      for (; j + 8 <= dim; j += 8) store8(result + j, load8(input + j) * scale * load8(scale_by + j));
+      for (; j < dim; ++j) result[j] = input[j] * scale * scale_by[j];
     }
   });
 }
@@ -42,28 +46,56 @@ void rms_norm(ThreadPool& pool, const Tensor& x, const Tensor& weight, float eps
   rms_norm_rows(pool, x.data<float>(), x.numel() / dim, dim, weight, eps, out.mutable_data<float>());
 }
 
-// The reference's arithmetic (angles in double, rotations in f32), reordered: each
-// token's cos/sin computed once into a row, then every head rotated along it, and
-// tokens split over the pool.
+namespace {
+
+// Each token's cos/sin rows [tokens][rotary_dim / 2], angles in double as the reference
+// computes them. Every layer rotates q and k at the same positions, so the last table is
+// kept and reused while the positions and frequencies stay the same: one table per
+// forward pass rather than two per layer.
+struct RotaryTable {
+  std::vector<int32_t> positions;
+  std::vector<double> inv_freq;
+  std::vector<float> cos, sin;  // [tokens, half]
+};
+
+const RotaryTable& rotary_table(ThreadPool& pool, const int32_t* position, int64_t tokens,
+                                const RotaryEmbedding& rotary) {
+  thread_local RotaryTable table;  // the calling thread's; grows to the largest prompt, then stays
+  const int64_t half = rotary.rotary_dim / 2;
+  if (table.inv_freq == rotary.inv_freq && table.positions.size() == static_cast<size_t>(tokens) &&
+      std::equal(position, position + tokens, table.positions.begin()))
+    return table;
+  table.positions.assign(position, position + tokens);
+  table.inv_freq = rotary.inv_freq;
+  table.cos.resize(static_cast<size_t>(tokens * half));
+  table.sin.resize(static_cast<size_t>(tokens * half));
+  for_row_ranges(pool, tokens, half, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t)
+      for (int64_t i = 0; i < half; ++i) {
+        const double angle = static_cast<double>(position[t]) * rotary.inv_freq[i];
+        table.cos[t * half + i] = static_cast<float>(std::cos(angle));
+        table.sin[t * half + i] = static_cast<float>(std::sin(angle));
+      }
+  });
+  return table;
+}
+
+}  // namespace
+
+// The reference's arithmetic (angles in double, rotations in f32), reordered: cos/sin
+// from rotary_table, every head of a token rotated along its row, tokens split over
+// the pool.
 void rope(ThreadPool& pool, const Tensor& x, const Tensor& positions, const RotaryEmbedding& rotary) {
   const int64_t tokens = x.shape()[0], heads = x.shape()[1], head_dim = x.shape()[2];
   const int64_t half = rotary.rotary_dim / 2;
   float* data = x.mutable_data<float>();
-  const int32_t* position = positions.data<int32_t>();
+  const RotaryTable& table = rotary_table(pool, positions.data<int32_t>(), tokens, rotary);
+  // Pair i is (i, i + half), or (2i, 2i + 1) when interleaved.
+  const int64_t first_stride = rotary.interleaved ? 2 : 1, second_offset = rotary.interleaved ? 1 : half;
   for_row_ranges(pool, tokens, heads * head_dim, [&](int64_t begin, int64_t end) {
-    thread_local std::vector<float> cos_row, sin_row;  // [half], grown once
-    if (cos_row.size() < static_cast<size_t>(half)) {
-      cos_row.resize(static_cast<size_t>(half));
-      sin_row.resize(static_cast<size_t>(half));
-    }
     for (int64_t t = begin; t < end; ++t) {
-      for (int64_t i = 0; i < half; ++i) {
-        const double angle = static_cast<double>(position[t]) * rotary.inv_freq[i];
-        cos_row[i] = static_cast<float>(std::cos(angle));
-        sin_row[i] = static_cast<float>(std::sin(angle));
-      }
-      // Pair i is (i, i + half), or (2i, 2i + 1) when interleaved.
-      const int64_t first_stride = rotary.interleaved ? 2 : 1, second_offset = rotary.interleaved ? 1 : half;
+      const float* cos_row = table.cos.data() + t * half;
+      const float* sin_row = table.sin.data() + t * half;
       for (int64_t h = 0; h < heads; ++h) {
         float* head = data + (t * heads + h) * head_dim;
         for (int64_t i = 0; i < half; ++i) {
@@ -74,6 +106,29 @@ void rope(ThreadPool& pool, const Tensor& x, const Tensor& positions, const Rota
           second = b * cos_row[i] + a * sin_row[i];
         }
       }
+    }
+  });
+}
+
+void kv_cache_write(ThreadPool& pool, const Tensor& cache, const Tensor& entries, const Tensor& positions) {
+  const int64_t batch = entries.shape()[0], seq = entries.shape()[1], kv_heads = entries.shape()[2];
+  const int64_t head_dim = entries.shape()[3], max_cache_len = cache.shape()[2];
+  const int32_t* position = positions.data<int32_t>();
+  // Every position is checked before any is written: a bad one leaves the cache as it was.
+  for (int64_t i = 0; i < batch * seq; ++i)
+    SHARDLM_CHECK(position[i] < max_cache_len, "position ", position[i], " is outside the KV cache (max_cache_len ",
+                  max_cache_len, ")");
+  const int64_t element = static_cast<int64_t>(dtype_size(cache.dtype()));
+  auto* destination = static_cast<std::byte*>(cache.mutable_raw());  // [batch, kv_heads, max_cache_len, head_dim]
+  const float* source = entries.data<float>();                       // [batch, seq, kv_heads, head_dim]
+  for_row_ranges(pool, batch * seq, kv_heads * head_dim, [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {  // row = b * seq + s
+      if (position[row] < 0) continue;             // padding
+      const int64_t b = row / seq;
+      for (int64_t h = 0; h < kv_heads; ++h)
+        convert_from_f32(source + (row * kv_heads + h) * head_dim,
+                         destination + ((b * kv_heads + h) * max_cache_len + position[row]) * head_dim * element,
+                         cache.dtype(), static_cast<size_t>(head_dim));
     }
   });
 }

@@ -25,6 +25,9 @@ void rms_norm_rows(ThreadPool& pool, const float* x, int64_t rows, int64_t dim, 
 void rms_norm(ThreadPool& pool, const Tensor& x, const Tensor& weight, float eps, const Tensor& out);
 // x f32 [tokens, heads, head_dim], rotated in place by each token's position [tokens].
 void rope(ThreadPool& pool, const Tensor& x, const Tensor& positions, const RotaryEmbedding& rotary);
+// entries f32 [batch, seq, kv_heads, head_dim] into cache [batch, kv_heads, max_cache_len,
+// head_dim] at each row's position [batch, seq]; negative positions are padding.
+void kv_cache_write(ThreadPool& pool, const Tensor& cache, const Tensor& entries, const Tensor& positions);
 void silu_mul(ThreadPool& pool, const Tensor& gate, const Tensor& up, const Tensor& out);
 void add(ThreadPool& pool, const Tensor& a, const Tensor& b, const Tensor& out);
 
