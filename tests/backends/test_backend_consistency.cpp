@@ -113,17 +113,19 @@ TEST_P(BackendConsistency, NormRopeElementwise) {
   backend_->rms_norm(upload(x), upload(w), 1e-6f, actual);
   EXPECT_LT(relative_error(download(actual), to_doubles(expected)), backend_tolerance);
 
-  // Partial rotary_dim, both pairings; 700 tokens split over the pool. Consecutive calls
-  // change the frequencies, or the positions but not their count, or nothing (a backend
-  // may keep its cos/sin table between calls).
+  // Partial rotary_dim, both pairings; 700 tokens split over the pool (their cos/sin
+  // table too). Consecutive calls change the frequencies, or the positions but not their
+  // count, or nothing (a backend may keep its cos/sin table between calls).
+  const int64_t head_dim = 128, rotary_dim = 96;
   for (bool interleaved : {false, true})
     for (int64_t tokens : {5, 700})
-      for (auto [base, shift] : {std::pair{1.0, 0}, {1.0, 0}, {2.0, 0}, {2.0, 3}}) {
-        RotaryEmbedding rotary{.inv_freq = {base, 0.1, 0.01, 0.001}, .rotary_dim = 8, .interleaved = interleaved};
+      for (auto [base, shift] : {std::pair{1e4, 0}, {1e4, 0}, {5e5, 0}, {5e5, 3}}) {
+        RotaryEmbedding rotary{.rotary_dim = rotary_dim, .interleaved = interleaved};
+        for (int64_t i = 0; i < rotary_dim / 2; ++i) rotary.inv_freq.push_back(std::pow(base, -2.0 * i / rotary_dim));
         std::vector<int32_t> position_values;
         for (int64_t t = 0; t < tokens; ++t) position_values.push_back(static_cast<int32_t>((t * 37 + shift) % 4000));
         Tensor positions = Tensor::from_i32(position_values, {tokens});
-        Tensor rotated = random_tensor({tokens, 3, 16}, DType::f32, random_);
+        Tensor rotated = random_tensor({tokens, 3, head_dim}, DType::f32, random_);
         Tensor device_rotated = upload(rotated.clone());
         reference::rope(rotated, positions, rotary);
         backend_->rope(device_rotated, upload(positions), rotary);

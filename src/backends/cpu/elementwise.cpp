@@ -60,7 +60,8 @@ struct RotaryTable {
 
 const RotaryTable& rotary_table(ThreadPool& pool, const int32_t* position, int64_t tokens,
                                 const RotaryEmbedding& rotary) {
-  thread_local RotaryTable table;  // the calling thread's; grows to the largest prompt, then stays
+  thread_local RotaryTable kept;  // the calling thread's; grows to the largest prompt, then stays
+  RotaryTable& table = kept;      // named so, the pool's workers below fill this thread's table, not theirs
   const int64_t half = rotary.rotary_dim / 2;
   if (table.inv_freq == rotary.inv_freq && table.positions.size() == static_cast<size_t>(tokens) &&
       std::equal(position, position + tokens, table.positions.begin()))
