@@ -2,6 +2,7 @@
 // the thread pool; each task runs the best matmul kernel (matmul_kernels.h) on its
 // columns and then its epilogue (bias, residual, silu·mul) on the same columns while
 // they are still in cache.
+#include <array>
 #include <vector>
 
 #include "backends/cpu/kernels.h"
@@ -19,34 +20,60 @@ float* scratch(std::vector<float>& buffer, int64_t size) {
   return buffer.data();
 }
 
-// Splits [0, out_features) into column ranges, each a multiple of the kernel's panel
-// width. gemv: about four per thread, so that uneven tasks balance. gemm: one per
-// column block, the unit it packs anyway, so the threads finish within a block's time
-// of each other.
+// gemv's column ranges, largest first: each (what is left) / (2 x threads), a multiple
+// of 16 and at least 1/64 of the whole, so that the threads take long
+// ranges while there is much to do and finish on short ones. Equal ranges left a
+// thread idle for up to one range's time at the end of every op whenever the other
+// ran slower (on a VM, a stolen or throttled core): ~10% of the lm_head's time.
+struct GemvRanges {
+  static constexpr int64_t granule = 16, most = 64;
+  std::array<int64_t, most + 1> bounds{};  // range i is [bounds[i], bounds[i + 1])
+  int64_t count = 0;
+
+  GemvRanges(int64_t out_features, int64_t threads) {
+    const int64_t shortest = (out_features + most * granule - 1) / (most * granule) * granule;
+    for (int64_t begin = 0; begin < out_features; ++count) {
+      const int64_t quarter = (out_features - begin) / (2 * threads);
+      bounds[static_cast<size_t>(count)] = begin;
+      begin = std::min(out_features, begin + std::max(shortest, (quarter + granule - 1) / granule * granule));
+    }
+    bounds[static_cast<size_t>(count)] = out_features;
+  }
+};
+
+// Splits [0, out_features) into column ranges for the pool: gemv's GemvRanges; gemm's
+// one per column block, the unit it packs anyway, so the threads finish within a
+// block's time of each other.
 template <typename Task>
 void for_column_ranges(ThreadPool& pool, int64_t rows, int64_t out_features, Task task) {
-  const bool gemv = rows <= gemv_max_rows;
-  const int64_t granule = gemv ? 16 : matmul_kernels().gemm_column_block;
-  const int64_t wanted = gemv ? std::max<int64_t>(1, 4 * pool.threads()) : out_features / granule;
-  const int64_t width = std::max(granule, (out_features / std::max<int64_t>(wanted, 1) + granule - 1) / granule * granule);
-  const int64_t count = (out_features + width - 1) / width;
-  pool.run(count, [&](int64_t i) { task(i * width, std::min(out_features, (i + 1) * width)); });
+  if (rows <= gemv_max_rows) {
+    const GemvRanges ranges(out_features, pool.threads());
+    pool.run(ranges.count, [&](int64_t i) {
+      task(ranges.bounds[static_cast<size_t>(i)], ranges.bounds[static_cast<size_t>(i + 1)]);
+    });
+    return;
+  }
+  const int64_t width = matmul_kernels().gemm_column_block;
+  pool.run((out_features + width - 1) / width,
+           [&](int64_t i) { task(i * width, std::min(out_features, (i + 1) * width)); });
 }
 
 // x [rows, in] as the kernels read it, for a weight of `dtype`: gemm's packed copy
-// (packed by the pool) or gemv's int8 one where the table packs its input, else x
-// itself. Packed once per op, in per-thread scratch, for every column task to read.
-const float* kernel_input(ThreadPool& pool, const float* x, int64_t rows, int64_t in, DType dtype) {
+// (packed by the pool) or gemv's where the table packs its input for this dtype, else x
+// itself. Packed once per op, into `buffer` (per-thread scratch), for every column
+// task to read.
+const float* kernel_input(ThreadPool& pool, const float* x, int64_t rows, int64_t in, DType dtype,
+                          std::vector<float>& buffer) {
   const MatmulKernels& kernels = matmul_kernels();
-  thread_local std::vector<float> packed_buffer;
   if (rows <= gemv_max_rows) {
-    if (dtype != DType::i8 || !kernels.pack_int8_gemv_input) return x;
-    float* packed = scratch(packed_buffer, int8_gemv_input_floats(rows, in));
-    kernels.pack_int8_gemv_input(x, rows, in, packed);
+    const int64_t floats = gemv_input_floats(kernels, dtype, rows, in);
+    if (floats == 0) return x;
+    float* packed = scratch(buffer, floats);
+    kernels.pack_gemv_input(x, rows, in, dtype, packed);
     return packed;
   }
   if (!kernels.pack_input) return x;
-  float* packed = scratch(packed_buffer, packed_input_floats(kernels, rows, in));
+  float* packed = scratch(buffer, packed_input_floats(kernels, rows, in));
   const int64_t tiles = input_tiles(kernels, rows), per_task = std::max<int64_t>(1, tiles / (4 * pool.threads()));
   pool.run((tiles + per_task - 1) / per_task, [&](int64_t task) {
     kernels.pack_input(x, rows, in, task * per_task, std::min(tiles, (task + 1) * per_task), packed);
@@ -73,7 +100,8 @@ void linear_of(ThreadPool& pool, const float* x, int64_t rows, const Tensor& wei
                const float* residual, float* out) {
   const WeightView view = WeightView::of(weight);
   const int64_t out_features = weight.shape()[0];
-  const float* input = kernel_input(pool, x, rows, view.in, view.dtype);
+  thread_local std::vector<float> packed_buffer;
+  const float* input = kernel_input(pool, x, rows, view.in, view.dtype, packed_buffer);
   for_column_ranges(pool, rows, out_features, [&](int64_t begin, int64_t end) {
     products(input, rows, view, begin, end, out, out_features);
     add_bias(bias, rows, begin, end, out, out_features);
@@ -96,17 +124,16 @@ void linear_residual(ThreadPool& pool, const Tensor& x, const Tensor& weight, co
 
 void gated_linear(ThreadPool& pool, const Tensor& x, const Tensor& gate_weight, const Tensor& gate_bias,
                   const Tensor& up_weight, const Tensor& up_bias, const Tensor& out) {
-  thread_local std::vector<float> gate_buffer;
+  thread_local std::vector<float> gate_buffer, gate_input_buffer, up_input_buffer;
   const int64_t rows = x.shape()[0], out_features = gate_weight.shape()[0];
   float* gate = scratch(gate_buffer, rows * out_features);  // [rows, out_features]
   float* result = out.mutable_data<float>();
   const WeightView gate_view = WeightView::of(gate_weight), up_view = WeightView::of(up_weight);
-  // gemm's packed input does not depend on the weight's dtype; gemv packs only for int8,
-  // so when the two dtypes differ at most one of them reads the scratch.
-  const float* gate_input = kernel_input(pool, x.data<float>(), rows, gate_view.in, gate_view.dtype);
+  // gemm's packed input does not depend on the weight's dtype; gemv's does.
+  const float* gate_input = kernel_input(pool, x.data<float>(), rows, gate_view.in, gate_view.dtype, gate_input_buffer);
   const float* up_input = gate_view.dtype == up_view.dtype || rows > gemv_max_rows
                               ? gate_input
-                              : kernel_input(pool, x.data<float>(), rows, up_view.in, up_view.dtype);
+                              : kernel_input(pool, x.data<float>(), rows, up_view.in, up_view.dtype, up_input_buffer);
   for_column_ranges(pool, rows, out_features, [&](int64_t begin, int64_t end) {
     products(gate_input, rows, gate_view, begin, end, gate, out_features);
     products(up_input, rows, up_view, begin, end, result, out_features);

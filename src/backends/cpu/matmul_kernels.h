@@ -28,8 +28,8 @@ struct WeightView {
 
 struct MatmulKernels {
   std::string_view isa;
-  // Decode-sized inputs, rows <= gemv_max_rows: x f32 [rows, in]; for int8 weights, x as
-  // pack_int8_gemv_input left it where the table has one.
+  // Decode-sized inputs, rows <= gemv_max_rows: x f32 [rows, in], or as pack_gemv_input
+  // left it where gemv_input_row_floats is not 0 for the weight's dtype.
   void (*gemv)(const float* x, int64_t rows, const WeightView& weight, int64_t o_begin, int64_t o_end, float* out,
                int64_t out_stride);
   // Any number of rows: packs weight panels to f32 and runs a register-blocked
@@ -45,9 +45,11 @@ struct MatmulKernels {
   int64_t input_tile_rows = 1;
   // The output columns gemm packs a weight block for: the unit a column task should be.
   int64_t gemm_column_block = 64;
-  // Rearranges x [rows, in] for gemv over int8 weights, into `packed`
-  // (int8_gemv_input_floats of them); null where gemv reads x as it is.
-  void (*pack_int8_gemv_input)(const float* x, int64_t rows, int64_t in, float* packed) = nullptr;
+  // Rearranges x [rows, in] for gemv over weights of `weight_dtype`, into `packed`
+  // (rows x gemv_input_row_floats of them), where that count is not 0; null where gemv
+  // reads x as it is for every dtype.
+  void (*pack_gemv_input)(const float* x, int64_t rows, int64_t in, DType weight_dtype, float* packed) = nullptr;
+  int64_t (*gemv_input_row_floats)(DType weight_dtype, int64_t in) = nullptr;
   // inout[i] *= silu(gate[i]) = gate[i] / (1 + e^-gate[i]): the gated MLP's epilogue.
   void (*silu_multiply)(const float* gate, float* inout, int64_t count) = nullptr;
 };
@@ -57,16 +59,19 @@ inline int64_t input_tiles(const MatmulKernels& kernels, int64_t rows) {
 inline int64_t packed_input_floats(const MatmulKernels& kernels, int64_t rows, int64_t in) {
   return input_tiles(kernels, rows) * kernels.input_tile_rows * in;
 }
-// pack_int8_gemv_input's layout, per row: `in` int16 values (in / 2 floats' room), then
-// one f32 scale per quantization block.
-inline int64_t int8_gemv_row_floats(int64_t in) { return in / 2 + in / Tensor::quant_block; }
-inline int64_t int8_gemv_input_floats(int64_t rows, int64_t in) { return rows * int8_gemv_row_floats(in); }
+// Floats of pack_gemv_input's copy of x [rows, in] for weights of `weight_dtype`; 0 where
+// gemv reads x as it is.
+inline int64_t gemv_input_floats(const MatmulKernels& kernels, DType weight_dtype, int64_t rows, int64_t in) {
+  if (!kernels.pack_gemv_input) return 0;
+  return rows * kernels.gemv_input_row_floats(weight_dtype, in);
+}
 // gemv's input for x [rows, in] on one thread (tests, benchmarks).
 inline const float* gemv_input(const MatmulKernels& kernels, DType weight_dtype, const float* x, int64_t rows,
                                int64_t in, std::vector<float>& buffer) {
-  if (weight_dtype != DType::i8 || !kernels.pack_int8_gemv_input) return x;
-  buffer.resize(static_cast<size_t>(int8_gemv_input_floats(rows, in)));
-  kernels.pack_int8_gemv_input(x, rows, in, buffer.data());
+  const int64_t floats = gemv_input_floats(kernels, weight_dtype, rows, in);
+  if (floats == 0) return x;
+  buffer.resize(static_cast<size_t>(floats));
+  kernels.pack_gemv_input(x, rows, in, weight_dtype, buffer.data());
   return buffer.data();
 }
 // gemm's input for x [rows, in] on one thread (tests, benchmarks): packed into `buffer`
