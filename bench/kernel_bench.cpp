@@ -8,6 +8,7 @@
 
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/matmul_kernels.h"
+#include "backends/cpu/reference_kernels.h"
 #include "core/quantize.h"
 
 namespace shardlm::backends::cpu {
@@ -81,6 +82,21 @@ void BM_RmsNorm(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * rows * dim * 8);
 }
 
+// Sampling's candidates from one logit row of Qwen3's vocabulary: k = 1 (greedy) and
+// 51 (top_k 50, plus one to see ties), the scalar reference against the CPU kernel.
+void BM_TopK(benchmark::State& state, bool reference_kernel) {
+  const int64_t vocab = 151936, k = state.range(0);
+  ThreadPool pool(1);
+  Tensor logits = random_matrix(1, vocab, DType::f32);
+  Tensor values = Tensor::zeros({1, k}, DType::f32), indices = Tensor::zeros({1, k}, DType::i32);
+  for (auto _ : state) {
+    if (reference_kernel) reference::top_k(logits, values, indices);
+    else top_k(pool, logits, values, indices);
+    benchmark::DoNotOptimize(indices.data<int32_t>());
+  }
+  state.SetBytesProcessed(state.iterations() * vocab * 4);
+}
+
 BENCHMARK_CAPTURE(BM_Gemv, f32, DType::f32)->Args({1024, 3072});
 BENCHMARK_CAPTURE(BM_Gemv, bf16, DType::bf16)->Args({1024, 3072})->Args({151936, 1024});
 BENCHMARK_CAPTURE(BM_Gemv, f16, DType::f16)->Args({1024, 3072});
@@ -91,6 +107,8 @@ BENCHMARK_CAPTURE(BM_Gemm, f16, DType::f16)->Args({512, 1024, 3072});
 BENCHMARK_CAPTURE(BM_Gemm, int8, DType::i8)->Args({512, 1024, 3072});
 BENCHMARK(BM_AttentionDecode)->Arg(192)->Arg(4096);
 BENCHMARK(BM_RmsNorm)->Arg(1)->Arg(512);
+BENCHMARK_CAPTURE(BM_TopK, reference, true)->Arg(1)->Arg(51);
+BENCHMARK_CAPTURE(BM_TopK, cpu, false)->Arg(1)->Arg(51);
 
 }  // namespace
 }  // namespace shardlm::backends::cpu

@@ -54,6 +54,18 @@ class BackendConsistency : public ::testing::TestWithParam<std::string> {
     return ids_of(host);
   }
 
+  void expect_top_k_matches_reference(const Tensor& logits, int64_t k) {
+    const int64_t rows = logits.shape()[0];
+    Tensor values = Tensor::zeros({rows, k}, DType::f32), indices = Tensor::zeros({rows, k}, DType::i32);
+    reference::top_k(logits, values, indices);
+    Tensor actual_values = output({rows, k}), actual_indices = backend_->allocate({rows, k}, DType::i32);
+    backend_->top_k(upload(logits), actual_values, actual_indices);
+    EXPECT_EQ(download_ids(actual_indices), ids_of(indices)) << "k " << k;
+    std::vector<double> got = download(actual_values), want = to_doubles(values);
+    for (size_t i = 0; i < got.size(); ++i)
+      EXPECT_TRUE(got[i] == want[i] || (std::isnan(got[i]) && std::isnan(want[i]))) << "k " << k << " at " << i;
+  }
+
   std::unique_ptr<Backend> backend_;
   std::mt19937 random_{99};
 };
@@ -247,21 +259,33 @@ TEST_P(BackendConsistency, TopK) {
   for (int64_t i : {17, 400, 999}) data[i] = 9.0f;  // row 0: a three-way tie at the top
   data[1000 + 5] = std::numeric_limits<float>::quiet_NaN();  // row 1: a NaN
   for (int64_t i = 2000; i < 3000; ++i) data[i] = static_cast<float>((i * 7) % 5);  // row 2: ties everywhere
-  Tensor device_logits = upload(logits);
-  for (int64_t k : {int64_t{1}, int64_t{5}, std::min<int64_t>(64, backend_->max_top_k())}) {
-    Tensor values = Tensor::zeros({3, k}, DType::f32), indices = Tensor::zeros({3, k}, DType::i32);
-    reference::top_k(logits, values, indices);
-    Tensor actual_values = output({3, k}), actual_indices = backend_->allocate({3, k}, DType::i32);
-    backend_->top_k(device_logits, actual_values, actual_indices);
-    EXPECT_EQ(download_ids(actual_indices), ids_of(indices)) << "k " << k;
-    std::vector<double> got = download(actual_values), want = to_doubles(values);
-    for (size_t i = 0; i < got.size(); ++i)
-      EXPECT_TRUE(got[i] == want[i] || (std::isnan(got[i]) && std::isnan(want[i]))) << "k " << k << " at " << i;
-  }
+  for (int64_t k : {int64_t{1}, int64_t{5}, std::min<int64_t>(64, backend_->max_top_k())})
+    expect_top_k_matches_reference(logits, k);
   Tensor expected_ids = Tensor::zeros({3, 1}, DType::i32), expected_values = Tensor::zeros({3, 1}, DType::f32);
   reference::top_k(logits, expected_values, expected_ids);
   // NaN first; else the lowest index among the best.
   EXPECT_EQ(ids_of(expected_ids), (std::vector<int32_t>{17, 5, 2}));  // columns of each row
+}
+
+// Rows whose best come late, after k candidates are already held (where a fast kernel
+// stops ranking most logits one by one), over a width that is not a multiple of 8.
+TEST_P(BackendConsistency, TopKLateCandidates) {
+  constexpr int64_t vocab = 1003;
+  Tensor logits = random_tensor({6, vocab}, DType::f32, random_);
+  float* row[6];
+  for (int64_t r = 0; r < 6; ++r) row[r] = logits.mutable_data<float>() + r * vocab;
+  const float nan = std::numeric_limits<float>::quiet_NaN(), infinity = std::numeric_limits<float>::infinity();
+  for (int64_t i = 0; i < vocab; ++i) row[0][i] = static_cast<float>(i) * 0.01f;  // rising: every group displaces
+  for (int64_t i : {500, 733, 1002}) row[1][i] = nan;                            // NaNs late, one in the tail
+  for (int64_t i = 0; i < vocab; ++i) row[2][i] = -infinity;                     // all -inf but two ties late
+  row[2][640] = row[2][641] = 1.0f;
+  for (int64_t i = 0; i < vocab; ++i) row[3][i] = nan;  // all NaN
+  for (int64_t i = 0; i < vocab; ++i) row[4][i] = static_cast<float>(i % 3);  // ties at the threshold in every group
+  row[5][1001] = 100.0f;                                                      // the best in the tail
+  for (int64_t k : {int64_t{1}, int64_t{2}, int64_t{51}}) expect_top_k_matches_reference(logits, k);
+  // k above the row length: every logit, then -inf / -1.
+  Tensor short_rows = random_tensor({2, 7}, DType::f32, random_);
+  if (backend_->max_top_k() >= 10) expect_top_k_matches_reference(short_rows, 10);
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryBackend, BackendConsistency, ::testing::ValuesIn(runnable_backends()),

@@ -62,7 +62,7 @@ class CpuBackend final : public Backend {
     reference::copy_columns(source, source_column, destination, destination_column, width);
   }
   void top_k(const Tensor& logits, const Tensor& values, const Tensor& indices) override {
-    reference::top_k(logits, values, indices);
+    cpu::top_k(pool_, logits, values, indices);
   }
   int64_t max_top_k() const override { return std::numeric_limits<int32_t>::max(); }
   void copy(const Tensor& source, const Tensor& destination) override {

@@ -30,5 +30,8 @@ void rope(ThreadPool& pool, const Tensor& x, const Tensor& positions, const Rota
 void kv_cache_write(ThreadPool& pool, const Tensor& cache, const Tensor& entries, const Tensor& positions);
 void silu_mul(ThreadPool& pool, const Tensor& gate, const Tensor& up, const Tensor& out);
 void add(ThreadPool& pool, const Tensor& a, const Tensor& b, const Tensor& out);
+// logits f32 [rows, vocab] -> the k best of each row, best first: values f32 [rows, k],
+// indices i32 [rows, k] (-inf / -1 past the end of a row shorter than k).
+void top_k(ThreadPool& pool, const Tensor& logits, const Tensor& values, const Tensor& indices);
 
 }  // namespace shardlm::backends::cpu
