@@ -1,5 +1,6 @@
-// Google Benchmark micro-benchmarks of the CPU kernel families, one thread, on the
-// Qwen3-0.6B shapes (hidden 1024, intermediate 3072, head_dim 128, 16/8 heads).
+// Google Benchmark micro-benchmarks of the CPU kernel families, one thread (decode
+// attention also at two), on the Qwen3-0.6B shapes (hidden 1024, intermediate 3072,
+// head_dim 128, 16/8 heads).
 //   cmake --build build --target kernel_bench && build/bench/kernel_bench
 // Counters: bytes_per_second (weights streamed, for gemv), FLOPS (gemm, attention).
 #include <benchmark/benchmark.h>
@@ -58,10 +59,12 @@ void BM_Gemm(benchmark::State& state, DType dtype) {
   state.SetLabel(std::string(kernels.isa));
 }
 
-// Decode attention: one query position over `cached` positions, 16 heads over 8 KV heads.
+// Decode attention: one query position over `cached` positions, 16 heads over
+// `kv_heads` KV heads, on `threads` threads (two with one KV head: the split over the
+// cached positions).
 void BM_AttentionDecode(benchmark::State& state) {
-  const int64_t cached = state.range(0), heads = 16, kv_heads = 8, head_dim = 128;
-  ThreadPool pool(1);
+  const int64_t cached = state.range(0), kv_heads = state.range(1), heads = 16, head_dim = 128;
+  ThreadPool pool(static_cast<int>(state.range(2)));
   Tensor q = random_matrix(heads, head_dim, DType::f32).reshape({1, 1, heads, head_dim});
   Tensor k = random_matrix(kv_heads * cached, head_dim, DType::f32).reshape({1, kv_heads, cached, head_dim});
   Tensor v = random_matrix(kv_heads * cached, head_dim, DType::f32).reshape({1, kv_heads, cached, head_dim});
@@ -105,7 +108,7 @@ BENCHMARK_CAPTURE(BM_Gemm, f32, DType::f32)->Args({512, 1024, 3072});
 BENCHMARK_CAPTURE(BM_Gemm, bf16, DType::bf16)->Args({512, 1024, 3072})->Args({512, 3072, 1024})->Args({32, 3072, 1024});
 BENCHMARK_CAPTURE(BM_Gemm, f16, DType::f16)->Args({512, 1024, 3072});
 BENCHMARK_CAPTURE(BM_Gemm, int8, DType::i8)->Args({512, 1024, 3072});
-BENCHMARK(BM_AttentionDecode)->Arg(192)->Arg(4096);
+BENCHMARK(BM_AttentionDecode)->Args({192, 8, 1})->Args({4096, 8, 1})->Args({4096, 1, 1})->Args({4096, 1, 2})->UseRealTime();
 BENCHMARK(BM_RmsNorm)->Arg(1)->Arg(512);
 BENCHMARK_CAPTURE(BM_TopK, reference, true)->Arg(1)->Arg(51);
 BENCHMARK_CAPTURE(BM_TopK, cpu, false)->Arg(1)->Arg(51);

@@ -177,9 +177,8 @@ void add_weighted_values(const float (*weights)[key_tile], int64_t heads, const 
 // read in place, each cached row once for all the heads; values as above.
 template <DType Cache>
 void attend_rows(const float* query, int64_t heads, const void* keys, const void* values, int64_t first,
-                 int64_t visible, int64_t head_dim, float scale, float* result) {
+                 int64_t visible, int64_t head_dim, float scale, float* result, float* maximum, float* sum) {
   alignas(32) float scores[decode_max_heads][key_tile];  // [head, key in the tile]
-  float maximum[decode_max_heads], sum[decode_max_heads];
   for (int64_t g = 0; g < heads; ++g) {
     maximum[g] = -INFINITY;
     sum[g] = 0;
@@ -214,17 +213,13 @@ void attend_rows(const float* query, int64_t heads, const void* keys, const void
       online_softmax_tile(scores[g], count, 0, count, maximum[g], sum[g], result + g * head_dim, head_dim);
     add_weighted_values<Cache>(scores, heads, values, t0, count, head_dim, result);
   }
-  for (int64_t g = 0; g < heads; ++g) {
-    const __m256 inverse = _mm256_set1_ps(1.0f / sum[g]);
-    for (int64_t d = 0; d < head_dim; d += 8)
-      _mm256_storeu_ps(result + g * head_dim + d, _mm256_mul_ps(_mm256_loadu_ps(result + g * head_dim + d), inverse));
-  }
 }
 
 void attend_rows_any(const float* query, int64_t heads, const void* keys, const void* values, DType cache_dtype,
-                     int64_t first, int64_t visible, int64_t head_dim, float scale, float* result) {
+                     int64_t first, int64_t visible, int64_t head_dim, float scale, float* result, float* maximum,
+                     float* sum) {
   (cache_dtype == DType::bf16 ? attend_rows<DType::bf16> : attend_rows<DType::f32>)(
-      query, heads, keys, values, first, visible, head_dim, scale, result);
+      query, heads, keys, values, first, visible, head_dim, scale, result, maximum, sum);
 }
 
 }  // namespace

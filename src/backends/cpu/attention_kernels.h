@@ -17,13 +17,16 @@ using FlashBlockKernel = void (*)(const float* const* queries, const int32_t* po
                                   const void* keys, const void* values, DType cache_dtype, int64_t head_dim,
                                   float scale, int64_t sliding_window, float* const* outputs);
 
-// Decode: result[g] = softmax over keys [first, visible) of (query[g] . keys[t] * scale)
-// . values[t], for the heads <= decode_max_heads query heads (rows of query and result,
-// [heads, head_dim]) that share one KV head.
+// Decode, one softmax over keys [first, visible) for the heads <= decode_max_heads query
+// heads (rows of query, [heads, head_dim]) that share one KV head, left unnormalized so
+// that softmaxes over parts of the cache can be merged: maximum[g] = the largest score
+// (query[g] . keys[t] * scale), sum[g] = sum over t of e^(score - maximum[g]), and
+// result[g] = sum over t of e^(score - maximum[g]) values[t]. No keys: result 0,
+// maximum -inf, sum 0.
 constexpr int64_t decode_max_heads = 8;
 using DecodeAttentionKernel = void (*)(const float* query, int64_t heads, const void* keys, const void* values,
                                        DType cache_dtype, int64_t first, int64_t visible, int64_t head_dim,
-                                       float scale, float* result);
+                                       float scale, float* result, float* maximum, float* sum);
 
 // The AVX2 kernels when this CPU has AVX2/FMA/F16C and head_dim is a multiple of 16 up
 // to flash_max_head_dim; otherwise nullptr.
