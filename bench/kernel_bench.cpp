@@ -5,6 +5,7 @@
 // Counters: bytes_per_second (weights streamed, for gemv), FLOPS (gemm, attention).
 #include <benchmark/benchmark.h>
 
+#include <cmath>
 #include <random>
 
 #include "backends/cpu/kernels.h"
@@ -85,6 +86,30 @@ void BM_RmsNorm(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * rows * dim * 8);
 }
 
+// q's rotation for `tokens` positions: 16 heads of 128, Qwen3's rope_theta.
+void BM_Rope(benchmark::State& state) {
+  const int64_t tokens = state.range(0), heads = 16, head_dim = 128;
+  ThreadPool pool(1);
+  RotaryEmbedding rotary{.rotary_dim = head_dim};
+  for (int64_t i = 0; i < head_dim / 2; ++i) rotary.inv_freq.push_back(std::pow(1e6, -2.0 * i / head_dim));
+  Tensor x = random_matrix(tokens * heads, head_dim, DType::f32).reshape({tokens, heads, head_dim});
+  std::vector<int32_t> position_values(static_cast<size_t>(tokens));
+  for (int64_t t = 0; t < tokens; ++t) position_values[static_cast<size_t>(t)] = static_cast<int32_t>(100 + t);
+  Tensor positions = Tensor::from_i32(position_values, {tokens});
+  for (auto _ : state) rope(pool, x, positions, rotary);
+  state.SetBytesProcessed(state.iterations() * tokens * heads * head_dim * 8);
+}
+
+// The gated MLP's silu(gate) * up over `rows` rows of intermediate 3072.
+void BM_SiluMul(benchmark::State& state) {
+  const int64_t rows = state.range(0), width = 3072;
+  ThreadPool pool(1);
+  Tensor gate = random_matrix(rows, width, DType::f32), up = random_matrix(rows, width, DType::f32);
+  Tensor out = Tensor::zeros({rows, width}, DType::f32);
+  for (auto _ : state) silu_mul(pool, gate, up, out);
+  state.SetBytesProcessed(state.iterations() * rows * width * 12);
+}
+
 // Sampling's candidates from one logit row of Qwen3's vocabulary: k = 1 (greedy) and
 // 51 (top_k 50, plus one to see ties), the scalar reference against the CPU kernel.
 void BM_TopK(benchmark::State& state, bool reference_kernel) {
@@ -110,6 +135,8 @@ BENCHMARK_CAPTURE(BM_Gemm, f16, DType::f16)->Args({512, 1024, 3072});
 BENCHMARK_CAPTURE(BM_Gemm, int8, DType::i8)->Args({512, 1024, 3072});
 BENCHMARK(BM_AttentionDecode)->Args({192, 8, 1})->Args({4096, 8, 1})->Args({4096, 1, 1})->Args({4096, 1, 2})->UseRealTime();
 BENCHMARK(BM_RmsNorm)->Arg(1)->Arg(512);
+BENCHMARK(BM_Rope)->Arg(1)->Arg(512);
+BENCHMARK(BM_SiluMul)->Arg(1)->Arg(512);
 BENCHMARK_CAPTURE(BM_TopK, reference, true)->Arg(1)->Arg(51);
 BENCHMARK_CAPTURE(BM_TopK, cpu, false)->Arg(1)->Arg(51);
 

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "backends/cpu/kernels.h"
+#include "backends/cpu/matmul_kernels.h"
 #include "backends/cpu/simd.h"
 #include "core/dtype.h"
 #include "core/error.h"
@@ -138,8 +139,11 @@ void silu_mul(ThreadPool& pool, const Tensor& gate, const Tensor& up, const Tens
   const float* g = gate.data<float>();
   const float* u = up.data<float>();
   float* result = out.mutable_data<float>();
+  // The gated MLP's epilogue kernel (vector e^x), in place on a copy of up.
+  const auto silu_multiply = matmul_kernels().silu_multiply;
   for_row_ranges(pool, out.numel(), 1, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) result[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+    if (result != u) std::copy(u + begin, u + end, result + begin);
+    silu_multiply(g + begin, result + begin, end - begin);
   });
 }
 
