@@ -264,23 +264,30 @@ TEST_P(BackendConsistency, DecodeAttentionGroupSizes) {
 // Decode with one KV head over a long cache, which a CPU splits into parts of the
 // cached positions and merges (too few (row, KV head) tasks for its threads otherwise):
 // 1100 visible positions, or the last 600 of them through a sliding window (parts that
-// start past position 0); group 9 in two passes of heads within each part.
+// start past position 0); group 9 in two passes of heads within each part. Then two
+// rows (with two threads or more, also split): one padding, or two positions of one
+// sequence seeing different lengths.
 TEST_P(BackendConsistency, DecodeAttentionLongCache) {
-  for (DType cache_dtype : {DType::f32, DType::bf16})
-    for (int64_t group : {3, 9})
-      for (int64_t sliding_window : {int64_t{0}, int64_t{600}}) {
-        const int64_t heads = group, head_dim = 64, max_cache_len = 1200;
-        Tensor k = random_tensor({1, 1, max_cache_len, head_dim}, cache_dtype, random_);
-        Tensor v = random_tensor({1, 1, max_cache_len, head_dim}, cache_dtype, random_);
-        Tensor q = random_tensor({1, 1, heads, head_dim}, DType::f32, random_);
-        const int32_t last = 1099;
-        Tensor positions = Tensor::from_i32(std::span(&last, 1), {1, 1});
-        Tensor expected = Tensor::zeros(q.shape(), DType::f32), actual = output(q.shape());
-        reference::attention(q, k, v, positions, 0.3f, sliding_window, expected);
-        backend_->attention(upload(q), upload(k), upload(v), upload(positions), 0.3f, sliding_window, actual);
-        EXPECT_LT(relative_error(download(actual), to_doubles(expected)), backend_tolerance)
-            << dtype_name(cache_dtype) << " group " << group << " window " << sliding_window;
-      }
+  struct Rows {
+    int64_t batch, seq;
+    std::vector<int32_t> positions;
+  };
+  for (const Rows& rows : {Rows{1, 1, {1099}}, Rows{2, 1, {1099, -1}}, Rows{1, 2, {700, 1099}}})
+    for (DType cache_dtype : {DType::f32, DType::bf16})
+      for (int64_t group : {3, 9})
+        for (int64_t sliding_window : {int64_t{0}, int64_t{600}}) {
+          const int64_t heads = group, head_dim = 64, max_cache_len = 1200;
+          Tensor k = random_tensor({rows.batch, 1, max_cache_len, head_dim}, cache_dtype, random_);
+          Tensor v = random_tensor({rows.batch, 1, max_cache_len, head_dim}, cache_dtype, random_);
+          Tensor q = random_tensor({rows.batch, rows.seq, heads, head_dim}, DType::f32, random_);
+          Tensor positions = Tensor::from_i32(rows.positions, {rows.batch, rows.seq});
+          Tensor expected = Tensor::zeros(q.shape(), DType::f32), actual = output(q.shape());
+          reference::attention(q, k, v, positions, 0.3f, sliding_window, expected);
+          backend_->attention(upload(q), upload(k), upload(v), upload(positions), 0.3f, sliding_window, actual);
+          EXPECT_LT(relative_error(download(actual), to_doubles(expected)), backend_tolerance)
+              << dtype_name(cache_dtype) << " batch " << rows.batch << " seq " << rows.seq << " group " << group
+              << " window " << sliding_window;
+        }
 }
 
 // Ties in value come out in index order and NaN ranks first, as torch.topk; exact.
