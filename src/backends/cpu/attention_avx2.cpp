@@ -70,7 +70,9 @@ void flash_block(const float* const* queries, const int32_t* positions, int64_t 
   float maximum[flash_max_rows], sum[flash_max_rows];
   int64_t first_key = INT64_MAX, end_key = 0;
   for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t d = 0; d < head_dim; ++d) q[r * head_dim + d] = queries[r][d] * scale;
+    // head_dim is a multiple of 16 (avx2_flash_block): whole vectors, here and below.
+    for (int64_t d = 0; d < head_dim; d += 8)
+      _mm256_store_ps(q + r * head_dim + d, _mm256_mul_ps(_mm256_loadu_ps(queries[r] + d), _mm256_set1_ps(scale)));
     std::fill(o + r * head_dim, o + (r + 1) * head_dim, 0.0f);
     maximum[r] = -INFINITY;
     sum[r] = 0;
@@ -110,7 +112,8 @@ void flash_block(const float* const* queries, const int32_t* positions, int64_t 
   }
   for (int64_t r = 0; r < rows; ++r) {
     const float inverse = sum[r] > 0 ? 1.0f / sum[r] : 0.0f;  // padding rows stay zero
-    for (int64_t d = 0; d < head_dim; ++d) outputs[r][d] = o[r * head_dim + d] * inverse;
+    for (int64_t d = 0; d < head_dim; d += 8)
+      _mm256_storeu_ps(outputs[r] + d, _mm256_mul_ps(_mm256_load_ps(o + r * head_dim + d), _mm256_set1_ps(inverse)));
   }
 }
 
