@@ -125,10 +125,11 @@ TEST_P(BackendConsistency, NormRopeElementwise) {
   backend_->rms_norm(upload(x), upload(w), 1e-6f, actual);
   EXPECT_LT(relative_error(download(actual), to_doubles(expected)), backend_tolerance);
 
-  // Partial rotary_dim, both pairings; 700 tokens split over the pool (their cos/sin
-  // table too). Consecutive calls change the frequencies, or the positions but not their
-  // count, or nothing (a backend may keep its cos/sin table between calls).
-  const int64_t head_dim = 128, rotary_dim = 96;
+  // Partial rotary_dim, both pairings (50 pairs: a tail past 8-wide vectors); 700 tokens
+  // split over the pool (their cos/sin table too). Consecutive calls change the
+  // frequencies, or the positions but not their count, or nothing (a backend may keep
+  // its cos/sin table between calls).
+  const int64_t head_dim = 128, rotary_dim = 100;
   for (bool interleaved : {false, true})
     for (int64_t tokens : {5, 700})
       for (auto [base, shift] : {std::pair{1e4, 0}, {1e4, 0}, {5e5, 0}, {5e5, 3}}) {

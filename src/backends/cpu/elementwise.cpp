@@ -100,7 +100,15 @@ void rope(ThreadPool& pool, const Tensor& x, const Tensor& positions, const Rota
       const float* sin_row = table.sin.data() + t * half;
       for (int64_t h = 0; h < heads; ++h) {
         float* head = data + (t * heads + h) * head_dim;
-        for (int64_t i = 0; i < half; ++i) {
+        int64_t i = 0;
+        if (!rotary.interleaved)  // pairs (i, i + half): eight of them a vector
+          for (; i + 8 <= half; i += 8) {
+            const f32x8 a = load8(head + i), b = load8(head + half + i);
+            const f32x8 cos = load8(cos_row + i), sin = load8(sin_row + i);
+            store8(head + i, a * cos - b * sin);
+            store8(head + half + i, b * cos + a * sin);
+          }
+        for (; i < half; ++i) {
           float& first = head[i * first_stride];
           float& second = head[i * first_stride + second_offset];
           const float a = first, b = second;
