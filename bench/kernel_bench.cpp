@@ -60,6 +60,18 @@ void BM_Gemm(benchmark::State& state, DType dtype) {
   state.SetLabel(std::string(kernels.isa));
 }
 
+// The whole linear op over 512 rows (q_proj's shape, bf16), without and with a bias (Qwen2
+// and GLM-4 have q/k/v biases): the bias epilogue's cost is the difference.
+void BM_LinearBias(benchmark::State& state) {
+  const int64_t rows = 512, out = 2048, in = 1024;
+  ThreadPool pool(1);
+  Tensor w = random_matrix(out, in, DType::bf16), x = random_matrix(rows, in, DType::f32);
+  Tensor bias = state.range(0) ? random_matrix(1, out, DType::bf16).reshape({out}) : Tensor();
+  Tensor y = Tensor::zeros({rows, out}, DType::f32);
+  for (auto _ : state) linear(pool, x, w, bias, y);
+  state.counters["FLOPS"] = benchmark::Counter(2.0 * rows * out * in * state.iterations(), benchmark::Counter::kIsRate);
+}
+
 // Decode attention: one query position over `cached` positions, 16 heads over
 // `kv_heads` KV heads, on `threads` threads (two with one KV head: the split over the
 // cached positions).
@@ -133,6 +145,7 @@ BENCHMARK_CAPTURE(BM_Gemm, f32, DType::f32)->Args({512, 1024, 3072});
 BENCHMARK_CAPTURE(BM_Gemm, bf16, DType::bf16)->Args({512, 1024, 3072})->Args({512, 3072, 1024})->Args({32, 3072, 1024});
 BENCHMARK_CAPTURE(BM_Gemm, f16, DType::f16)->Args({512, 1024, 3072});
 BENCHMARK_CAPTURE(BM_Gemm, int8, DType::i8)->Args({512, 1024, 3072});
+BENCHMARK(BM_LinearBias)->Arg(0)->Arg(1);
 BENCHMARK(BM_AttentionDecode)->Args({192, 8, 1})->Args({4096, 8, 1})->Args({4096, 1, 1})->Args({4096, 1, 2})->UseRealTime();
 BENCHMARK(BM_RmsNorm)->Arg(1)->Arg(512);
 BENCHMARK(BM_Rope)->Arg(1)->Arg(512);

@@ -88,12 +88,25 @@ void products(const float* input, int64_t rows, const WeightView& weight, int64_
   (rows <= gemv_max_rows ? kernels.gemv : kernels.gemm)(input, rows, weight, begin, end, out, stride);
 }
 
+// out[r, 0..count) += addend[r * addend_stride + 0..count) for r < rows, eight columns
+// a vector (loops of unknown length stay scalar at -O2); addend_stride 0 adds one row to all.
+void add_to_rows(const float* addend, int64_t addend_stride, int64_t rows, int64_t count, float* out,
+                 int64_t stride) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* source = addend + r * addend_stride;
+    float* target = out + r * stride;
+    int64_t o = 0;
+    for (; o + 8 <= count; o += 8) store8(target + o, load8(target + o) + load8(source + o));
+    for (; o < count; ++o) target[o] += source[o];
+  }
+}
+
 void add_bias(const Tensor& bias, int64_t rows, int64_t begin, int64_t end, float* out, int64_t stride) {
   if (!bias.defined() || bias.numel() == 0) return;
-  for (int64_t o = begin; o < end; ++o) {
-    const float b = reference::load_f32(bias, o);
-    for (int64_t r = 0; r < rows; ++r) out[r * stride + o] += b;
-  }
+  thread_local std::vector<float> bias_buffer;  // this task's columns of the bias, as f32
+  float* columns = scratch(bias_buffer, end - begin);
+  for (int64_t o = begin; o < end; ++o) columns[o - begin] = reference::load_f32(bias, o);
+  add_to_rows(columns, 0, rows, end - begin, out + begin, stride);
 }
 
 void linear_of(ThreadPool& pool, const float* x, int64_t rows, const Tensor& weight, const Tensor& bias,
@@ -105,9 +118,7 @@ void linear_of(ThreadPool& pool, const float* x, int64_t rows, const Tensor& wei
   for_column_ranges(pool, rows, out_features, [&](int64_t begin, int64_t end) {
     products(input, rows, view, begin, end, out, out_features);
     add_bias(bias, rows, begin, end, out, out_features);
-    if (residual)
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t o = begin; o < end; ++o) out[r * out_features + o] += residual[r * out_features + o];
+    if (residual) add_to_rows(residual + begin, out_features, rows, end - begin, out + begin, out_features);
   });
 }
 
