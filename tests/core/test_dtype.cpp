@@ -53,6 +53,16 @@ TEST(DType, BulkBf16ConversionMatchesTheScalarOne) {
     ASSERT_EQ(bulk[i], f32_to_bf16(values[i])) << "bits " << std::bit_cast<uint32_t>(values[i]);
 }
 
+// The bulk widening, eight at a time too: every bf16 bit pattern, then three in the tail.
+TEST(DType, BulkBf16WideningMatchesTheScalarOne) {
+  std::vector<uint16_t> patterns(65536 + 3);
+  for (size_t i = 0; i < patterns.size(); ++i) patterns[i] = static_cast<uint16_t>(i * 40503u);
+  std::vector<float> bulk(patterns.size());
+  convert_to_f32(patterns.data(), DType::bf16, bulk.data(), patterns.size());
+  for (size_t i = 0; i < patterns.size(); ++i)
+    ASSERT_EQ(std::bit_cast<uint32_t>(bulk[i]), std::bit_cast<uint32_t>(bf16_to_f32(patterns[i]))) << i;
+}
+
 TEST(DType, F16RoundTripIsExactForEveryBitPattern) {
   for (uint32_t bits = 0; bits < 65536; ++bits) {
     float value = f16_to_f32(static_cast<uint16_t>(bits));
