@@ -150,8 +150,20 @@ void silu_mul(ThreadPool& pool, const Tensor& gate, const Tensor& up, const Tens
   // The gated MLP's epilogue kernel (vector e^x), in place on a copy of up.
   const auto silu_multiply = matmul_kernels().silu_multiply;
   for_row_ranges(pool, out.numel(), 1, [&](int64_t begin, int64_t end) {
-    if (result != u) std::copy(u + begin, u + end, result + begin);
-    silu_multiply(g + begin, result + begin, end - begin);
+    if (result != g) {
+      if (result != u) std::copy(u + begin, u + end, result + begin);
+      silu_multiply(g + begin, result + begin, end - begin);
+      return;
+    }
+    // out is gate itself: each piece of gate is set aside before up lands on it.
+    constexpr int64_t piece = 1024;
+    float gate_piece[piece];
+    for (int64_t i = begin; i < end; i += piece) {
+      const int64_t count = std::min(piece, end - i);
+      std::copy(g + i, g + i + count, gate_piece);
+      std::copy(u + i, u + i + count, result + i);
+      silu_multiply(gate_piece, result + i, count);
+    }
   });
 }
 
