@@ -7,8 +7,8 @@
 
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/matmul_kernels.h"
-#include "backends/cpu/reference_kernels.h"
 #include "backends/cpu/simd.h"
+#include "core/dtype.h"
 
 namespace shardlm::backends::cpu {
 namespace {
@@ -105,7 +105,8 @@ void add_bias(const Tensor& bias, int64_t rows, int64_t begin, int64_t end, floa
   if (!bias.defined() || bias.numel() == 0) return;
   thread_local std::vector<float> bias_buffer;  // this task's columns of the bias, as f32
   float* columns = scratch(bias_buffer, end - begin);
-  for (int64_t o = begin; o < end; ++o) columns[o - begin] = reference::load_f32(bias, o);
+  convert_to_f32(static_cast<const std::byte*>(bias.raw()) + begin * static_cast<int64_t>(dtype_size(bias.dtype())),
+                 bias.dtype(), columns, static_cast<size_t>(end - begin));
   add_to_rows(columns, 0, rows, end - begin, out + begin, stride);
 }
 
