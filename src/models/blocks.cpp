@@ -108,7 +108,8 @@ backends::RotaryEmbedding make_rotary_embedding(const io::ModelConfig& config, b
 }
 
 Value self_attention(Builder& builder, const AttentionWeights& weights, const io::ModelConfig& config,
-                     const StepContext& step, LayerCache& cache, Value x, int64_t sliding_window) {
+                     const StepContext& step, LayerCache& cache, Value x, int64_t sliding_window,
+                     Value output_rows) {
   const int64_t tokens = step.batch * step.seq, head_dim = config.head_dim;
   parallel::ProcessGroup& group = *step.group;
   const Sharded input{.value = x};
@@ -140,6 +141,7 @@ Value self_attention(Builder& builder, const AttentionWeights& weights, const io
                                      step.positions, scale, sliding_window);  // [batch, seq, heads, head_dim]
   Sharded heads_out = q_heads;
   heads_out.value = builder.reshape(attended, {tokens, heads * head_dim});
+  if (output_rows.defined()) heads_out.value = builder.gather_rows(heads_out.value, output_rows);  // [count, heads * head_dim]
   return to_whole(builder, group, apply(builder, group, heads_out, weights.o_proj));
 }
 

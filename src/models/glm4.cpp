@@ -49,15 +49,17 @@ class Glm4ForCausalLM final : public CausalLM {
     const double eps = config_.rms_norm_eps;
     for (size_t i = 0; i < layers_.size(); ++i) {
       const Glm4Layer& layer = layers_[i];
+      const Value kept = step.rows_kept_by(i, layers_.size());
       Value attended = self_attention(builder, layer.self_attn, config_, step, cache.layers[i],
                                       builder.rms_norm(x, builder.bind(layer.input_layernorm), eps),
-                                      config_.attention_window(static_cast<int64_t>(i)));
+                                      config_.attention_window(static_cast<int64_t>(i)), kept);
+      if (kept.defined()) x = builder.gather_rows(x, kept);  // [count, hidden] from here on
       x = builder.add(x, builder.rms_norm(attended, builder.bind(layer.post_self_attn_layernorm), eps));
       Value mlp = gated_mlp(builder, *step.group, layer.mlp,
                             builder.rms_norm(x, builder.bind(layer.post_attention_layernorm), eps));
       x = builder.add(x, builder.rms_norm(mlp, builder.bind(layer.post_mlp_layernorm), eps));
     }
-    return finish_step(builder, step, inputs, x, norm_, lm_head_, eps);
+    return finish_step(builder, step, x, norm_, lm_head_, eps);
   }
 
   size_t weight_bytes() const override { return weight_bytes_; }

@@ -70,6 +70,7 @@ StepContext begin_step(Builder& builder, const ForwardInputs& inputs, const back
   step.flat_positions = builder.reshape(step.positions, {step.batch * step.seq});
   step.rotary = &rotary;
   step.group = &group;
+  if (inputs.logit_rows.defined()) step.logit_rows = builder.bind(inputs.logit_rows);
   return step;
 }
 
@@ -79,9 +80,8 @@ Value embed_inputs(Builder& builder, const StepContext& step, const ForwardInput
   return embed(builder, *step.group, embed_tokens, ids);  // [tokens, hidden]
 }
 
-Value finish_step(Builder& builder, const StepContext& step, const ForwardInputs& inputs, Value hidden,
-                  const Tensor& final_norm, const Linear& lm_head, double eps) {
-  if (inputs.logit_rows.defined()) hidden = builder.gather_rows(hidden, builder.bind(inputs.logit_rows));
+Value finish_step(Builder& builder, const StepContext& step, Value hidden, const Tensor& final_norm,
+                  const Linear& lm_head, double eps) {
   const Sharded normed{.value = builder.rms_norm(hidden, builder.bind(final_norm), eps)};
   return to_whole(builder, *step.group, apply(builder, *step.group, normed, lm_head));  // [rows, vocab]
 }
@@ -92,13 +92,15 @@ Value PreNormDecoderLM::forward(Builder& builder, const ForwardInputs& inputs, S
   for (size_t i = 0; i < weights_.layers.size(); ++i) {
     const PreNormDecoderWeights::Layer& layer = weights_.layers[i];
     Value normed = builder.rms_norm(x, builder.bind(layer.input_layernorm), config_.rms_norm_eps);
-    Value attended =
-        self_attention(builder, layer.self_attn, config_, step, cache.layers[i], normed, config_.attention_window(i));
+    const Value kept = step.rows_kept_by(i, weights_.layers.size());
+    Value attended = self_attention(builder, layer.self_attn, config_, step, cache.layers[i], normed,
+                                    config_.attention_window(i), kept);
+    if (kept.defined()) x = builder.gather_rows(x, kept);  // [count, hidden] from here on
     x = builder.add(x, attended);
     normed = builder.rms_norm(x, builder.bind(layer.post_attention_layernorm), config_.rms_norm_eps);
     x = builder.add(x, gated_mlp(builder, *step.group, layer.mlp, normed));
   }
-  return finish_step(builder, step, inputs, x, weights_.norm, weights_.lm_head, config_.rms_norm_eps);
+  return finish_step(builder, step, x, weights_.norm, weights_.lm_head, config_.rms_norm_eps);
 }
 
 parallel::TpPlan pre_norm_decoder_tp_plan() {

@@ -56,9 +56,10 @@ StepContext begin_step(graph::Builder& builder, const ForwardInputs& inputs, con
 // The input ids' embeddings [tokens, hidden].
 graph::Value embed_inputs(graph::Builder& builder, const StepContext& step, const ForwardInputs& inputs,
                           const Embedding& embed_tokens);
-// Final norm, the rows logits are wanted for, and the LM head: whole logits on every rank.
-graph::Value finish_step(graph::Builder& builder, const StepContext& step, const ForwardInputs& inputs,
-                         graph::Value hidden, const Tensor& final_norm, const Linear& lm_head, double eps);
+// Final norm and the LM head over hidden [rows, hidden], already only the rows logits are
+// wanted for (StepContext::rows_kept_by): whole logits on every rank.
+graph::Value finish_step(graph::Builder& builder, const StepContext& step, graph::Value hidden,
+                         const Tensor& final_norm, const Linear& lm_head, double eps);
 
 // Checks that the config asks for what these blocks compute.
 void check_supported_activation(const io::ModelConfig& config);
