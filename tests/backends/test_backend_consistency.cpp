@@ -207,14 +207,14 @@ TEST_P(BackendConsistency, EmbeddingAndGather) {
 }
 
 // Decode (seq 1) and prefill shapes; head_dim 20 takes the per-row path, 32 and 128 the
-// flash path where the CPU has one; 70 positions span two key tiles and several row
-// blocks. Both cache dtypes: the reference reads the same rounded bf16 entries.
+// flash path where the CPU has one; 140 positions span two of its 128-key tiles and
+// several row blocks. Both cache dtypes: the reference reads the same rounded bf16 entries.
 TEST_P(BackendConsistency, CacheWriteAndAttention) {
   struct Shape_ {
     int64_t seq, head_dim;
   };
   for (DType cache_dtype : {DType::f32, DType::bf16})
-  for (Shape_ shape : {Shape_{4, 20}, Shape_{1, 32}, Shape_{4, 32}, Shape_{70, 32}, Shape_{9, 128}}) {
+  for (Shape_ shape : {Shape_{4, 20}, Shape_{1, 32}, Shape_{4, 32}, Shape_{140, 32}, Shape_{9, 128}}) {
     const int64_t batch = 2, seq = shape.seq, heads = 8, kv_heads = 2, head_dim = shape.head_dim;
     const int64_t max_cache_len = seq + 15;
     Tensor entries = random_tensor({batch, seq, kv_heads, head_dim}, DType::f32, random_);
