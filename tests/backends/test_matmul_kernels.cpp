@@ -1,6 +1,7 @@
 // Every matmul table this CPU runs (portable, AVX2), both entries, every weight dtype,
 // against the scalar reference linear. Shapes cover each loop's tail: rows around the
-// 4-row gemv and 6-row micro-kernel groups, in past the 256-element k block (and the
+// 4-row gemv and 6-row micro-kernel groups (12: the last tile full, which the packed
+// input's last column must not overrun), in past the 256-element k block (and the
 // portable table's 1024-element chunk), a multiple of 16 or not (the bf16 gemv reads 16
 // at a time, then 8, then one), out past two 128-column blocks and not a multiple of
 // 16. Tolerance: 2e-5 of the largest output (f32 sums in
@@ -34,7 +35,7 @@ struct Case {
 std::vector<Case> cases() {
   std::vector<Case> all;
   for (DType dtype : {DType::f32, DType::bf16, DType::f16, DType::i8})
-    for (int64_t rows : {1, 2, 3, 4, 5, 7, 13, 100})
+    for (int64_t rows : {1, 2, 3, 4, 5, 7, 12, 13, 100})
       for (int64_t in : {67, 88, 96, 544, 1056}) {  // 1056: two portable widening chunks
         if (dtype == DType::i8 && in % Tensor::quant_block) continue;
         for (int64_t out_features : {45, 290}) all.push_back({dtype, rows, in, out_features});
