@@ -141,7 +141,8 @@ Value self_attention(Builder& builder, const AttentionWeights& weights, const io
                                      step.positions, scale, sliding_window);  // [batch, seq, heads, head_dim]
   Sharded heads_out = q_heads;
   heads_out.value = builder.reshape(attended, {tokens, heads * head_dim});
-  if (output_rows.defined()) heads_out.value = builder.gather_rows(heads_out.value, output_rows);  // [count, heads * head_dim]
+  if (output_rows.defined())
+    heads_out.value = builder.gather_rows(heads_out.value, output_rows);  // [count, heads * head_dim]
   return to_whole(builder, group, apply(builder, group, heads_out, weights.o_proj));
 }
 

@@ -56,10 +56,11 @@ struct StepContext {
   graph::Value logit_rows;                  // i32 [count] of the flattened tokens; undefined: every token
 
   // The rows of layer `layer`'s attention output that anything after it reads: past the
-  // last layer's attention, only those logits are wanted for (as llama.cpp prunes
-  // them), since every token's keys and values are in the cache by then. That skips the
-  // last layer's o_proj and MLP on every other prompt token (on Qwen3-0.6B's 28 layers,
-  // 2.6% of a long prompt's matmul FLOPs). Undefined: every token.
+  // last layer's attention, only those logits are wanted for, since every token's keys
+  // and values are in the cache by then (llama.cpp drops the same rows, after the output
+  // projection). That skips the last layer's o_proj and MLP on every other prompt token
+  // (on Qwen3-0.6B's 28 layers, 2.6% of a long prompt's matmul FLOPs). Undefined: every
+  // token.
   graph::Value rows_kept_by(size_t layer, size_t layers) const {
     return layer + 1 == layers ? logit_rows : graph::Value{};
   }
