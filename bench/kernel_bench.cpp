@@ -138,9 +138,9 @@ void BM_TopK(benchmark::State& state, bool reference_kernel) {
 }
 
 BENCHMARK_CAPTURE(BM_Gemv, f32, DType::f32)->Args({1024, 3072});
-BENCHMARK_CAPTURE(BM_Gemv, bf16, DType::bf16)->Args({1024, 3072})->Args({151936, 1024});
+BENCHMARK_CAPTURE(BM_Gemv, bf16, DType::bf16)->Args({128, 1024})->Args({1024, 3072})->Args({151936, 1024});
 BENCHMARK_CAPTURE(BM_Gemv, f16, DType::f16)->Args({1024, 3072});
-BENCHMARK_CAPTURE(BM_Gemv, int8, DType::i8)->Args({1024, 3072})->Args({151936, 1024});
+BENCHMARK_CAPTURE(BM_Gemv, int8, DType::i8)->Args({256, 1024})->Args({1024, 3072})->Args({151936, 1024});
 BENCHMARK_CAPTURE(BM_Gemm, f32, DType::f32)->Args({512, 1024, 3072});
 BENCHMARK_CAPTURE(BM_Gemm, bf16, DType::bf16)->Args({512, 1024, 3072})->Args({512, 3072, 1024})->Args({32, 3072, 1024});
 BENCHMARK_CAPTURE(BM_Gemm, f16, DType::f16)->Args({512, 1024, 3072});
