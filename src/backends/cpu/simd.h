@@ -1,6 +1,6 @@
 #pragma once
-// Portable 8-lane float vectors (GCC vector extensions): the compiler maps them to
-// AVX or SSE pairs, whichever the target has. Unaligned loads/stores go through memcpy.
+// Portable 8-lane float vectors (GCC vector extensions): one AVX register where the
+// target has AVX, else a pair of SSE ones. Unaligned loads/stores go through memcpy.
 
 #include <cstdint>
 #include <cstring>
