@@ -2,7 +2,9 @@
 // attention also at two), on the Qwen3-0.6B shapes (hidden 1024, intermediate 3072,
 // head_dim 128, 16/8 heads).
 //   cmake --build build --target kernel_bench && build/bench/kernel_bench
-// Counters: bytes_per_second (weights streamed, for gemv), FLOPS (gemm, attention).
+// Counters: bytes_per_second (weights streamed, for gemv: the 128- and 256-row
+// shapes, 256 KB, stay in L2, so they give a kernel's compute ceiling), FLOPS (gemm,
+// attention).
 #include <benchmark/benchmark.h>
 
 #include <cmath>

@@ -1,9 +1,10 @@
 // Does decode read its weights as fast as this machine's memory lets a program read
 // them? One decode token's matmuls (every layer's q, k, v, o, gate, up and down
 // projections in order, then the lm_head; random weights of a config.json's shapes)
-// run on the CPU kernels, alternating with a bare read of the same tensors in the same
-// order, op by op, and with one read of a single buffer as large as all of them; each
-// of the three is bracketed by the read-bandwidth probe `shardlm bench` divides by.
+// run on the CPU kernels, taking turns token by token with a bare read of the same
+// tensors in the same order, op by op, and with one read of a single buffer as large as
+// all of them; the read-bandwidth probe `shardlm bench` divides by runs before and
+// after each round of tokens. Llama-style tensor names (Llama, Qwen2, Qwen3).
 //   cmake --build build --target weight_stream
 //   build/bench/weight_stream --config bench/qwen3-0.6b-config.json [--dtype int8|bf16]
 //                             [--threads 2] [--rounds 8] [--tokens 8]
@@ -11,6 +12,7 @@
 // whose share matches the bare reads' is bound by memory as a read is; on a VM whose
 // bandwidth swings within seconds, the shares of all three drift together.
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <chrono>
@@ -35,11 +37,12 @@ struct Options {
   int threads = 2, rounds = 8, tokens = 8;
 };
 
+constexpr const char* usage_line =
+    "usage: weight_stream --config CONFIG.json [--dtype int8|bf16] [--threads N (2)] [--rounds N (8)] "
+    "[--tokens N a round (8)]\n";
+
 [[noreturn]] void usage(const char* problem) {
-  std::fprintf(stderr,
-               "weight_stream: %s\nusage: weight_stream --config CONFIG.json [--dtype int8|bf16] [--threads N] "
-               "[--rounds N] [--tokens N]\n",
-               problem);
+  std::fprintf(stderr, "weight_stream: %s\n%s", problem, usage_line);
   std::exit(2);
 }
 
@@ -47,7 +50,11 @@ Options parse(int argc, char** argv) {
   Options options;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
-    if (flag == "--help" || flag == "-h") usage("replays one decode token's weight reads (see the file's comment)");
+    if (flag == "--help" || flag == "-h") {
+      std::printf("Times one decode token's matmuls against bare reads of the same bytes (bench/weight_stream.cpp).\n%s",
+                  usage_line);
+      std::exit(0);
+    }
     if (i + 1 >= argc) usage(("missing value after " + flag).c_str());
     const std::string value = argv[++i];
     if (flag == "--config") options.config_path = value;
@@ -84,7 +91,7 @@ std::vector<Tensor> decode_matrices(const io::ModelConfig& config, bool int8) {
 
 size_t stored_bytes(const Tensor& t) { return t.nbytes() + (t.quantized() ? t.block_scales().nbytes() : 0); }
 
-uint64_t read_sink;
+std::atomic<uint64_t> read_sink{0};
 
 // Touches every 64-byte line of [base, base + bytes) once, split over the pool's
 // threads, each share as six forward streams (the probe's best pattern here): no
@@ -99,7 +106,7 @@ void bare_read(ThreadPool& pool, const void* base, size_t bytes) {
     uint64_t sum = 0;
     for (size_t i = 0; i < per_stream; i += line)
       for (size_t s = 0; s < streams; ++s) sum += *reinterpret_cast<const uint64_t*>(start + s * per_stream + i);
-    read_sink += sum;
+    read_sink.fetch_add(sum, std::memory_order_relaxed);
   });
 }
 
@@ -138,14 +145,15 @@ int run(const Options& options) {
   std::printf("%s weights, %zu matrices, %.3f GB a token, %d threads\n", options.dtype.c_str(), matrices.size(),
               bytes / 1e9, options.threads);
 
-  const char* names[3] = {"kernels", "bare reads op by op", "one bare read"};
+  enum Pass { kernels, bare_reads_by_op, one_bare_read, passes };
+  const char* names[passes] = {"kernels", "bare reads op by op", "one bare read"};
   const auto pass = [&](int which) {
-    if (which == 1) {
+    if (which == bare_reads_by_op) {
       for (const Tensor& m : matrices) {
         bare_read(pool, m.raw(), m.nbytes());
         if (m.quantized()) bare_read(pool, m.block_scales().raw(), m.block_scales().nbytes());
       }
-    } else if (which == 2) {
+    } else if (which == one_bare_read) {
       bare_read(pool, single.raw(), bytes);
     } else {
       for (const KernelCall& call : calls) backends::cpu::linear(pool, call.input, *call.weight, Tensor(), call.output);
@@ -154,30 +162,30 @@ int run(const Options& options) {
   // The three passes take turns token by token, so that a swing of the machine's
   // bandwidth (seconds long on a VM) lands on all three alike; the probe runs before
   // and after each round.
-  std::vector<double> shares[3], rates[3], kernel_to_bare;
-  for (int which = 0; which < 3; ++which) pass(which);  // warm: page tables, the kernels' scratch
+  std::vector<double> shares[passes], rates[passes], kernel_to_bare;
+  for (int which = 0; which < passes; ++which) pass(which);  // warm: page tables, the kernels' scratch
   for (int round = 0; round < options.rounds; ++round) {
-    double seconds[3] = {};
+    double seconds[passes] = {};
     const double before = backends::cpu::measure_read_bandwidth_gbs(options.threads);
     for (int token = 0; token < options.tokens; ++token)
-      for (int which = 0; which < 3; ++which) {
+      for (int which = 0; which < passes; ++which) {
         const auto start = std::chrono::steady_clock::now();
         pass(which);
         seconds[which] += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       }
     const double after = backends::cpu::measure_read_bandwidth_gbs(options.threads);
     std::printf("round %d, probe %.1f / %.1f GB/s:", round, before, after);
-    for (int which = 0; which < 3; ++which) {
+    for (int which = 0; which < passes; ++which) {
       const double rate = options.tokens * bytes / seconds[which] / 1e9;
       rates[which].push_back(rate);
       shares[which].push_back(200 * rate / (before + after));
       std::printf("  %s %.1f GB/s (%.1f%%)", names[which], rate, shares[which].back());
     }
-    kernel_to_bare.push_back(seconds[1] / seconds[0]);
+    kernel_to_bare.push_back(seconds[bare_reads_by_op] / seconds[kernels]);
     std::printf("\n");
   }
   std::printf("medians over %d rounds:\n", options.rounds);
-  for (int which = 0; which < 3; ++which)
+  for (int which = 0; which < passes; ++which)
     std::printf("  %-20s %6.1f GB/s  %5.1f%% of the probe\n", names[which], median(rates[which]),
                 median(shares[which]));
   std::printf("  kernels' speed / bare reads' op by op: %.3f\n", median(kernel_to_bare));
