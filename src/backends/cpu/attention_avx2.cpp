@@ -238,9 +238,7 @@ DecodeAttentionKernel avx2_decode_attention(int64_t head_dim) {
 }
 
 FlashBlockKernel avx2_flash_block(int64_t head_dim) {
-  const bool supported =
-      cpu_has_avx2_fma_f16c();
-  return supported && head_dim % panel_width == 0 && head_dim <= flash_max_head_dim ? flash_block_any : nullptr;
+  return cpu_has_avx2_fma_f16c() && head_dim % panel_width == 0 && head_dim <= flash_max_head_dim ? flash_block_any : nullptr;
 }
 
 }  // namespace shardlm::backends::cpu

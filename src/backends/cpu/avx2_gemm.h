@@ -18,11 +18,15 @@
 namespace shardlm::backends::cpu {
 
 // Whether this CPU runs what these kernels use. F16C is read from CPUID directly:
-// clang's __builtin_cpu_supports does not know it.
+// clang's __builtin_cpu_supports does not know it. Asked once: under a hypervisor
+// CPUID traps to it (~20 us here), and attention asks on every op.
 inline bool cpu_has_avx2_fma_f16c() {
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
-  return f16c && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  static const bool supported = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
+    return f16c && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  }();
+  return supported;
 }
 
 }  // namespace shardlm::backends::cpu

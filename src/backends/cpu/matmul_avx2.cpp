@@ -408,9 +408,7 @@ const MatmulKernels* avx2_matmul_kernels() {
                                      .pack_gemv_input = pack_gemv_input,
                                      .gemv_input_row_floats = gemv_input_row_floats,
                                      .silu_multiply = silu_multiply};
-  static const bool supported =
-      cpu_has_avx2_fma_f16c();
-  return supported ? &kernels : nullptr;
+  return cpu_has_avx2_fma_f16c() ? &kernels : nullptr;
 }
 
 }  // namespace shardlm::backends::cpu
