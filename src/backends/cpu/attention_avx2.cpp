@@ -5,6 +5,7 @@
 // (running maximum and sum per row) means no score row ever spans the whole cache.
 #include "backends/cpu/attention_kernels.h"
 
+#include <array>
 #include <cmath>
 
 #include "backends/cpu/avx2_gemm.h"
@@ -181,8 +182,96 @@ void add_weighted_values(const float (*weights)[key_tile], int64_t heads, const 
   }
 }
 
+// The four sums of a0 .. a3's lanes, in that order.
+inline __m128 horizontal_sums4(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
+  const __m256 pairs = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
+  return _mm_add_ps(_mm256_castps256_ps128(pairs), _mm256_extractf128_ps(pairs, 1));
+}
+
+// Decode scores of K consecutive cached keys (t, t + 1, ...) for G query heads:
+// scores[g][t + j] = query[g] . key[t + j] * scale. G x K accumulators, one per (head,
+// key), are independent FMA chains, and their sums come out four at a time: one
+// accumulator per (row, head) left each score waiting on a chain of head_dim / 16 FMAs
+// and a horizontal sum of its own.
+//
+// The keys' pass is also where the rows to come are prefetched (PrefetchSpans: bytes
+// from a start, none past its end), spread over its steps: a burst of a group's
+// prefetches at once stalled on the misses it left outstanding.
+struct PrefetchSpan {
+  const char* start = nullptr;
+  int64_t bytes = 0;
+};
+using PrefetchSpans = std::array<PrefetchSpan, 2>;
+
+template <DType Cache, int G, int K>
+void key_scores(const float* query, const void* keys, int64_t t, int64_t head_dim, float scale,
+                float (*scores)[key_tile], int64_t tile_t, const PrefetchSpans& prefetch) {
+  static_assert(K % 4 == 0 && G * K <= 8);
+  // Lines per span and step: K rows of head_dim elements are K * head_dim * size / 64
+  // lines, over head_dim / 8 steps.
+  constexpr int64_t lines_per_step = std::max<int64_t>(1, K * element_bytes<Cache> / 8);
+  const void* rows[K];
+  SHARDLM_UNROLL
+  for (int j = 0; j < K; ++j) rows[j] = row_pointer<Cache>(WeightView{keys, Cache, head_dim}, t + j);
+  __m256 acc[G][K];
+  SHARDLM_UNROLL
+  for (int g = 0; g < G; ++g)
+    SHARDLM_UNROLL
+    for (int j = 0; j < K; ++j) acc[g][j] = _mm256_setzero_ps();
+  for (int64_t d = 0; d < head_dim; d += 8) {
+    SHARDLM_UNROLL
+    for (int64_t line = 0; line < lines_per_step; ++line) {
+      const int64_t offset = (d / 8 * lines_per_step + line) * 64;
+      for (const PrefetchSpan& span : prefetch)
+        if (offset < span.bytes) _mm_prefetch(span.start + offset, _MM_HINT_T0);
+    }
+    __m256 q[G];
+    SHARDLM_UNROLL
+    for (int g = 0; g < G; ++g) q[g] = _mm256_loadu_ps(query + g * head_dim + d);
+    SHARDLM_UNROLL
+    for (int j = 0; j < K; ++j) {
+      const __m256 key = load8<Cache>(rows[j], d);
+      SHARDLM_UNROLL
+      for (int g = 0; g < G; ++g) acc[g][j] = _mm256_fmadd_ps(q[g], key, acc[g][j]);
+    }
+  }
+  const __m128 scaling = _mm_set1_ps(scale);
+  SHARDLM_UNROLL
+  for (int g = 0; g < G; ++g)
+    SHARDLM_UNROLL
+    for (int j = 0; j < K; j += 4)
+      _mm_storeu_ps(&scores[g][tile_t + j],
+                    _mm_mul_ps(horizontal_sums4(acc[g][j], acc[g][j + 1], acc[g][j + 2], acc[g][j + 3]), scaling));
+}
+
+// key_scores for `heads` <= decode_max_heads, two heads and four keys at a time (one
+// head: eight keys), then the keys past the last whole group one by one. The first
+// pass over the tile prefetches prefetch(t, n) during the scores of its keys [t, t + n).
+template <DType Cache, typename Prefetch>
+void tile_scores(const float* query, int64_t heads, const void* keys, int64_t t0, int64_t count, int64_t head_dim,
+                 float scale, float (*scores)[key_tile], Prefetch prefetch) {
+  const PrefetchSpans none{};
+  int64_t g = 0;
+  for (; g + 2 <= heads; g += 2)
+    for (int64_t t = 0; t + 4 <= count; t += 4)
+      key_scores<Cache, 2, 4>(query + g * head_dim, keys, t0 + t, head_dim, scale, scores + g, t,
+                              g == 0 ? prefetch(t, 4) : none);
+  if (g < heads)
+    for (int64_t t = 0; t + 8 <= count; t += 8)
+      key_scores<Cache, 1, 8>(query + g * head_dim, keys, t0 + t, head_dim, scale, scores + g, t,
+                              g == 0 ? prefetch(t, 8) : none);
+  for (int64_t h = 0; h < heads; ++h)
+    for (int64_t t = h < g ? count / 4 * 4 : count / 8 * 8; t < count; ++t) {
+      const void* key = row_pointer<Cache>(WeightView{keys, Cache, head_dim}, t0 + t);
+      __m256 sum = _mm256_setzero_ps();
+      for (int64_t d = 0; d < head_dim; d += 8)
+        sum = _mm256_fmadd_ps(_mm256_loadu_ps(query + h * head_dim + d), load8<Cache>(key, d), sum);
+      scores[h][t] = horizontal_sum(sum) * scale;
+    }
+}
+
 // Decode: one query position of `heads` query heads that share a KV head. Keys are
-// read in place, each cached row once for all the heads; values as above.
+// read in place, each cached row once for every two heads; values as above.
 template <DType Cache>
 void attend_rows(const float* query, int64_t heads, const void* keys, const void* values, int64_t first,
                  int64_t visible, int64_t head_dim, float scale, float* result, float* maximum, float* sum) {
@@ -192,31 +281,21 @@ void attend_rows(const float* query, int64_t heads, const void* keys, const void
     sum[g] = 0;
     std::fill(result + g * head_dim, result + (g + 1) * head_dim, 0.0f);
   }
-  const __m256 scaling = _mm256_set1_ps(scale);
   // A head's cached rows are two short streams (keys, values) taken in turns, too short
-  // for the hardware prefetcher to ramp up: the keys pass prefetches this tile's values,
-  // and the next tile's keys.
+  // for the hardware prefetcher to ramp up (and key_scores reads four rows side by
+  // side): the scores of a tile's keys prefetch the same rows of its values and of the
+  // next tile's keys. Against one key and a burst of its rows' prefetches at a time:
+  // 128 - 192 cached positions in bf16 out of cache, two threads, ~10% faster.
   const int64_t row_bytes = head_dim * element_bytes<Cache>;
-  const auto prefetch_row = [&](const void* rows, int64_t t) {
-    const char* start = static_cast<const char*>(rows) + t * row_bytes;
-    for (int64_t offset = 0; offset < row_bytes; offset += 64) _mm_prefetch(start + offset, _MM_HINT_T0);
+  const auto rows_span = [&](const void* rows, int64_t t, int64_t count) {
+    return PrefetchSpan{static_cast<const char*>(rows) + t * row_bytes, std::max<int64_t>(0, count) * row_bytes};
   };
   for (int64_t t0 = first; t0 < visible; t0 += key_tile) {
     const int64_t count = std::min(key_tile, visible - t0);
-    for (int64_t t = 0; t < count; ++t) {
-      prefetch_row(values, t0 + t);
-      if (t0 + key_tile + t < visible) prefetch_row(keys, t0 + key_tile + t);
-      const void* key = row_pointer<Cache>(WeightView{keys, Cache, head_dim}, t0 + t);
-      for (int64_t g = 0; g < heads; ++g) {
-        const float* q = query + g * head_dim;
-        __m256 even = _mm256_setzero_ps(), odd = _mm256_setzero_ps();
-        for (int64_t d = 0; d < head_dim; d += 16) {
-          even = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), load8<Cache>(key, d), even);
-          odd = _mm256_fmadd_ps(_mm256_loadu_ps(q + d + 8), load8<Cache>(key, d + 8), odd);
-        }
-        scores[g][t] = horizontal_sum(_mm256_mul_ps(_mm256_add_ps(even, odd), scaling));
-      }
-    }
+    tile_scores<Cache>(query, heads, keys, t0, count, head_dim, scale, scores, [&](int64_t t, int64_t n) {
+      return PrefetchSpans{rows_span(values, t0 + t, n),
+                           rows_span(keys, t0 + key_tile + t, std::min(n, visible - t0 - key_tile - t))};
+    });
     for (int64_t g = 0; g < heads; ++g)
       online_softmax_tile(scores[g], count, 0, count, maximum[g], sum[g], result + g * head_dim, head_dim);
     add_weighted_values<Cache>(scores, heads, values, t0, count, head_dim, result);
