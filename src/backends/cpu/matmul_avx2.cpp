@@ -28,6 +28,20 @@ namespace {
 
 using namespace avx2;
 
+// How far ahead of its reads the gemv prefetches each weight stream, one line per 64
+// bytes read. A stream's loads alone keep only as many lines in flight as the
+// out-of-order window holds iterations of the loop (~6 instructions per 32 bytes of
+// bf16 weights, ~10 of int8), short of the read bandwidth on a core whose memory is
+// ~100 ns away; hardware prefetch did not make up the rest here. 1 KB ahead, against
+// none, at two threads on Zen 3 (bench/weight_stream, kernels' speed over bare reads of
+// the same bytes): bf16 0.88 -> 1.04, f16 0.85 -> 0.98, f32 0.97 -> 1.05 (512 B and 2 KB
+// gained less); int8, against the read probe, 0.86 -> 0.94.
+constexpr int64_t gemv_prefetch_bytes = 1024;
+
+inline void prefetch_ahead(const void* row, int64_t byte_offset) {
+  _mm_prefetch(static_cast<const char*>(row) + byte_offset + gemv_prefetch_bytes, _MM_HINT_T0);
+}
+
 // out[r, o + s * part] for R input rows and S output rows, s < S, `part` rows apart. A
 // task's rows are split into S parts read side by side, each part in order: S long
 // forward streams, which on Zen 3 keep enough lines in flight for the full read
@@ -55,6 +69,7 @@ void gemv_tile(const float* x, const WeightView& w, int64_t o, int64_t part, flo
     for (; k + 16 <= in; k += 16)
       SHARDLM_UNROLL
       for (int s = 0; s < S; ++s) {
+        if (k % 32 == 0) prefetch_ahead(rows[s], k * 2);
         const __m256i pairs =
             _mm256_loadu_si256(reinterpret_cast<const __m256i*>(static_cast<const uint16_t*>(rows[s]) + k));
         const __m256 even = _mm256_castsi256_ps(_mm256_slli_epi32(pairs, 16));
@@ -71,6 +86,7 @@ void gemv_tile(const float* x, const WeightView& w, int64_t o, int64_t part, flo
     for (int c = 0; c < chains; ++c)
       SHARDLM_UNROLL
       for (int s = 0; s < S; ++s) {
+        if (c == 0 && k * element_bytes<D> % 64 == 0) prefetch_ahead(rows[s], k * element_bytes<D>);
         const __m256 weights = load8<D>(rows[s], k + 8 * c);
         SHARDLM_UNROLL
         for (int r = 0; r < R; ++r)
@@ -163,12 +179,6 @@ inline __m256 load_scales8(const float* scales, int64_t count) {
   return _mm256_load_ps(part);
 }
 
-// How far ahead of its reads the int8 gemv prefetches each weight stream. Its ~10
-// instructions per 32 bytes fill the out-of-order window sooner than the 16-bit
-// kernels' ~6, so fewer lines are in flight on hardware prefetch alone: 1 KB ahead
-// read ~8% faster at two threads on Zen 3 (the 16-bit kernels showed no steady gain).
-constexpr int64_t int8_prefetch_bytes = 1024;
-
 // int8 weights against pack_int8_gemv_input's rows, output rows o + s * part as in
 // gemv_tile: per block, 32 int8 x int16 products summed exactly in int32, then scaled
 // once by weight scale x input scale. Scales are loaded eight blocks at a time and
@@ -208,10 +218,10 @@ void gemv_int8_tile(const float* packed_x, const WeightView& w, int64_t o, int64
     }
     for (int64_t b = 0; b < group; ++b) {
       const int64_t k = (b0 + b) * block;
-      if (b % 2 == 0)  // one line of each stream, int8_prefetch_bytes on, per two blocks
+      if (b % 2 == 0)  // one line of each stream per two blocks
         SHARDLM_UNROLL
         for (int s = 0; s < S; ++s)
-          _mm_prefetch(reinterpret_cast<const char*>(rows[s] + k) + int8_prefetch_bytes, _MM_HINT_T0);
+          prefetch_ahead(rows[s], k);
       SHARDLM_UNROLL
       for (int s = 0; s < S; ++s) {
         const __m256i low = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[s] + k)));
