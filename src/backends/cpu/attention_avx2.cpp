@@ -309,15 +309,17 @@ void attend_rows_any(const float* query, int64_t heads, const void* keys, const 
       query, heads, keys, values, first, visible, head_dim, scale, result, maximum, sum);
 }
 
+// Whether these kernels run on this CPU for head_dim.
+bool kernels_fit(int64_t head_dim) {
+  return cpu_has_avx2_fma_f16c() && head_dim % panel_width == 0 && head_dim <= flash_max_head_dim;
+}
+
 }  // namespace
 
 DecodeAttentionKernel avx2_decode_attention(int64_t head_dim) {
-  return cpu_has_avx2_fma_f16c() && head_dim % panel_width == 0 && head_dim <= flash_max_head_dim ? attend_rows_any
-                                                                                                  : nullptr;
+  return kernels_fit(head_dim) ? attend_rows_any : nullptr;
 }
 
-FlashBlockKernel avx2_flash_block(int64_t head_dim) {
-  return cpu_has_avx2_fma_f16c() && head_dim % panel_width == 0 && head_dim <= flash_max_head_dim ? flash_block_any : nullptr;
-}
+FlashBlockKernel avx2_flash_block(int64_t head_dim) { return kernels_fit(head_dim) ? flash_block_any : nullptr; }
 
 }  // namespace shardlm::backends::cpu
