@@ -39,8 +39,9 @@ using namespace avx2;
 // The hint is T1 (into L2, not L1): Zen 4 honours it, and there T0's lines, held in
 // L1 until used, left bf16 and f16 at 0.74 - 0.87 of a bare read (bf16 at T1: 0.97;
 // bf16 decode 19.0 - 21.6 -> 23.7 - 24.2 tok/s, f16 19.7 - 22.3 -> 21.4 - 27.7, int8
-// 37.9 - 41.3 -> 40.0 - 43.4, alternating builds). AMD cores before Zen 4 fill L1 for
-// every hint, so Zen 3 reads as it did.
+// 37.9 - 41.3 -> 40.0 - 43.4, alternating builds). On Zen 3 the matmuls alone read ~3.5%
+// slower with T1 (weight_stream, 0.93 of a bare read against T0's 0.97), yet bf16
+// decode tokens ran ~6% faster (19.0 against 17.8 tok/s, seven alternating pairs).
 constexpr int64_t gemv_prefetch_bytes = 1024;
 
 inline void prefetch_ahead(const void* row, int64_t byte_offset) {
