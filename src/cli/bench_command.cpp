@@ -4,6 +4,8 @@
 // against the f32 FMA peak (the matrix FLOPs of the prompt).
 #include <sys/resource.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -24,6 +26,7 @@ struct BenchArguments {
   int64_t prompt_tokens = 512, generated_tokens = 128, tg_prompt_tokens = 64, repetitions = 3, batch = 1;
   std::optional<int64_t> prefill_chunk;
   std::optional<double> bandwidth_gbs, fma_peak_gflops;
+  bool paired_probe = false;
   std::string output = "text";
 };
 
@@ -74,6 +77,55 @@ size_t peak_resident_bytes() {
   return static_cast<size_t>(usage.ru_maxrss) * 1024;
 }
 
+// Decode scored step by step against the read probe: one probe pass (ReadProbe) after
+// each step, cycling through its stream counts, so that every step lies between two
+// passes taken within a step's time of it. Where the machine's bandwidth swings from
+// second to second (a shared VM), this tells the runtime's loss from the machine's. Two
+// figures: like for like, the steps' mean read rate over the passes' mean; and, as the
+// per-repetition probe takes the best of its passes, the median step's rate over the
+// best of the three consecutive passes around it (one at each stream count). A step
+// starts with the caches and the pool's sleeping threads as the pass left them, a cost
+// (tens of µs) counted against the runtime.
+struct PairedDecode {
+  double share_of_mean = 0, median_share_of_best = 0, mean_bandwidth_gbs = 0;
+  int64_t steps = 0;
+};
+
+double median_of(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const size_t middle = values.size() / 2;
+  return values.size() % 2 ? values[middle] : (values[middle - 1] + values[middle]) / 2;
+}
+
+PairedDecode paired_decode(AutoModelForCausalLM& model, const BatchEncoding& prompts, const GenerationConfig& decode,
+                           int threads, double read_bytes) {
+  backends::cpu::ReadProbe probe(threads);
+  constexpr size_t patterns = std::size(backends::cpu::ReadProbe::stream_counts);
+  std::vector<double> step_seconds, pass_gbs;  // pass i ran right after step i (0: the prefill)
+  auto step_start = std::chrono::steady_clock::now();
+  model.generate(prompts, decode, [&](size_t row, int64_t, std::string_view) {
+    if (row != 0) return;  // a batch's rows arrive together, one step
+    const auto now = std::chrono::steady_clock::now();
+    if (!pass_gbs.empty()) step_seconds.push_back(std::chrono::duration<double>(now - step_start).count());
+    pass_gbs.push_back(probe.pass_gbs(backends::cpu::ReadProbe::stream_counts[pass_gbs.size() % patterns]));
+    step_start = std::chrono::steady_clock::now();
+  });
+  if (step_seconds.empty() || *std::min_element(pass_gbs.begin(), pass_gbs.end()) <= 0) return {};
+  std::vector<double> shares_of_best;
+  const size_t window = std::min(patterns, pass_gbs.size());
+  for (size_t step = 0; step < step_seconds.size(); ++step) {
+    // Step `step` ran between passes step and step + 1; the window holds both.
+    const size_t first = std::min(step, pass_gbs.size() - window);
+    const double best = *std::max_element(pass_gbs.begin() + first, pass_gbs.begin() + first + window);
+    shares_of_best.push_back(100 * read_bytes / step_seconds[step] / (best * 1e9));
+  }
+  const auto steps = static_cast<double>(step_seconds.size());
+  const double step_rate = steps * read_bytes / std::accumulate(step_seconds.begin(), step_seconds.end(), 0.0) / 1e9;
+  const double mean_pass = std::accumulate(pass_gbs.begin(), pass_gbs.end(), 0.0) / static_cast<double>(pass_gbs.size());
+  return {100 * step_rate / mean_pass, median_of(shares_of_best), mean_pass, static_cast<int64_t>(steps)};
+}
+
 void run(const BenchArguments& args) {
   LoadedModel loaded = load_model(args.model);
   AutoModelForCausalLM& model = loaded.model;
@@ -98,6 +150,11 @@ void run(const BenchArguments& args) {
   const bool on_cpu = model.device() == "cpu";
   const bool probe_each = on_cpu && local_ranks == 1;
   const bool probed_per_repetition = probe_each && !(args.bandwidth_gbs && args.fma_peak_gflops);
+  if (args.paired_probe) {
+    SHARDLM_CHECK(probe_each, "--paired-probe measures the CPU's read bandwidth beside each decode step: it needs "
+                  "--device cpu and a single process (tp_size 1)");
+    SHARDLM_CHECK(args.generated_tokens > 0, "--paired-probe scores the tg test: give --gen-tokens above 0");
+  }
   const auto probe_bandwidth = [&] {
     return args.bandwidth_gbs ? *args.bandwidth_gbs / (on_cpu ? local_ranks : 1)
            : on_cpu           ? backends::cpu::measure_read_bandwidth_gbs(threads)
@@ -105,6 +162,15 @@ void run(const BenchArguments& args) {
   };
   const auto probe_peak = [&] {
     return args.fma_peak_gflops ? *args.fma_peak_gflops : on_cpu ? backends::cpu::measure_fma_peak_gflops(threads) : 0;
+  };
+  GenerationConfig decode = generation;
+  decode.max_new_tokens = args.generated_tokens + 1;  // the first token ends the prefill
+  decode.prefill_chunk_size = args.prefill_chunk.value_or(args.tg_prompt_tokens);
+  const auto tg_prompts = [&] {
+    BatchEncoding prompts;
+    for (int64_t row = 0; row < args.batch; ++row)
+      prompts.input_ids.push_back(random_prompt(args.tg_prompt_tokens, config.vocab_size, random));
+    return prompts;
   };
   std::vector<double> pp, tg, tg_communication_ms, peaks, bandwidths, pp_shares, tg_shares;
   size_t peak_rss = 0;
@@ -122,13 +188,7 @@ void run(const BenchArguments& args) {
     }
     if (args.generated_tokens > 0) {
       if (repetition >= 0 && probe_each) bandwidths.push_back(probe_bandwidth());
-      GenerationConfig decode = generation;
-      decode.max_new_tokens = args.generated_tokens + 1;  // the first token ends the prefill
-      decode.prefill_chunk_size = args.prefill_chunk.value_or(args.tg_prompt_tokens);
-      std::vector<std::vector<int64_t>> prompts;
-      for (int64_t row = 0; row < args.batch; ++row)
-        prompts.push_back(random_prompt(args.tg_prompt_tokens, config.vocab_size, random));
-      model.generate({.input_ids = prompts, .attention_mask = {}}, decode);
+      model.generate(tg_prompts(), decode);
       if (repetition >= 0) {
         const AutoModelForCausalLM::Stats stats = model.last_stats();
         tg.push_back(stats.decode_tokens_per_s);
@@ -137,6 +197,8 @@ void run(const BenchArguments& args) {
       }
     }
   }
+  const PairedDecode paired =
+      args.paired_probe ? paired_decode(model, tg_prompts(), decode, threads, cost.read_bytes) : PairedDecode{};
   if (!probe_each) {
     if (local_ranks > 1) parallel::world_process_group()->barrier();
     if (args.generated_tokens > 0) bandwidths.assign(tg.size(), probe_bandwidth());
@@ -185,6 +247,12 @@ void run(const BenchArguments& args) {
       {"pp_percent_of_fma_peak_stddev", pp_share.deviation},
       {"repetitions", args.repetitions},
   };
+  if (args.paired_probe) {
+    result["tg_paired_steps"] = paired.steps;
+    result["tg_paired_percent_of_mean_read"] = paired.share_of_mean;
+    result["tg_paired_median_percent_of_best_read"] = paired.median_share_of_best;
+    result["tg_paired_read_gbs"] = paired.mean_bandwidth_gbs;
+  }
   if (args.output == "json") {
     std::printf("%s\n", result.dump().c_str());
     return;
@@ -205,6 +273,12 @@ void run(const BenchArguments& args) {
                 args.batch > 1 ? str_cat(", batch ", args.batch, ": tokens of all rows").c_str() : "");
   if (probed_per_repetition)
     std::printf("limits probed before and after each repetition; each share is of their mean\n");
+  if (args.paired_probe)
+    std::printf("tg paired with probe passes (%lld steps of one more run, a pass after each): the steps read at "
+                "%.1f%% of the passes' mean %.1f GB/s; the median step at %.1f%% of the best of the three passes "
+                "around it\n",
+                static_cast<long long>(paired.steps), paired.share_of_mean, paired.mean_bandwidth_gbs,
+                paired.median_share_of_best);
   if (args.generated_tokens > 0 && model.tp_size() > 1)
     std::printf("tg communication: %.3f ms per token in all-reduce/all-gather (rank 0)\n", communication.mean);
 }
@@ -245,6 +319,10 @@ void add_bench_command(CLI::App& app) {
                       "Matrix peak for the pp share: the CPU's f32 FMA peak (default: measured before each "
                       "repetition), or a GPU's bf16 "
                       "matrix peak (give it)");
+  command->add_flag("--paired-probe", args->paired_probe,
+                    "tg test: after the repetitions, one more run with a read-bandwidth probe pass after every "
+                    "decode step, each step scored against the passes around it (CPU, one process; ~1.8x the tg "
+                    "test's time and 1 GiB more memory)");
   command->add_option("--output,-o", args->output, "text, or json (one object)")
       ->capture_default_str()
       ->check(CLI::IsMember({"text", "json"}));

@@ -40,6 +40,24 @@ TEST(BenchCommand, JsonHasTheThroughputsAndTheirShareOfTheLimits) {
   EXPECT_GT(report["peak_rss_bytes"].get<double>(), report["weight_bytes"].get<double>());
 }
 
+TEST(BenchCommand, PairedProbeScoresEveryDecodeStepOfOneMoreRun) {
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) GTEST_SKIP() << "the probe needs AVX2/FMA";
+  auto result = run_shardlm("bench -p 0 -n 6 --tg-prompt 4 -r 1 -t 1 --bandwidth-gbs 10 --paired-probe -o json");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  nlohmann::json report = nlohmann::json::parse(result.out);
+  EXPECT_EQ(report["tg_paired_steps"], 6);
+  EXPECT_GT(report["tg_paired_read_gbs"].get<double>(), 0);
+  EXPECT_GT(report["tg_paired_percent_of_mean_read"].get<double>(), 0);
+  EXPECT_GT(report["tg_paired_median_percent_of_best_read"].get<double>(), 0);
+  // The repetitions' own share still uses the given bandwidth.
+  const double tg_share = report["tg_tok_s"].get<double>() * report["read_bytes_per_token"].get<double>() / 10e9;
+  EXPECT_NEAR(report["tg_percent_of_roofline"].get<double>(), 100 * tg_share, 1e-6 * 100 * tg_share);
+
+  result = run_shardlm("bench -p 4 -n 0 --paired-probe");
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_NE(result.err.find("--gen-tokens"), std::string::npos) << result.err;
+}
+
 TEST(BenchCommand, RejectsBadArguments) {
   auto result = run_shardlm("bench -r 0");
   EXPECT_NE(result.exit_code, 0);

@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <iterator>
 
-#include "core/tensor.h"
-#include "core/thread_pool.h"
+#include "core/error.h"
 
 namespace shardlm::backends::cpu {
 namespace {
@@ -44,37 +44,43 @@ float sum_streams(const float* base, size_t floats) {
 
 }  // namespace
 
-double measure_read_bandwidth_gbs(int threads) {
+ReadProbe::ReadProbe(int threads)
+    // In huge pages where the system grants them, as large weights are (Tensor::empty):
+    // the probe measures the best the memory system does, not the TLB's cost.
+    : memory_(Tensor::empty({int64_t{1} << 28}, DType::f32)), pool_(threads) {
+  std::memset(memory_.mutable_raw(), 1, memory_.nbytes());  // fault every page in before timing
+}
+
+double ReadProbe::pass_gbs(int streams) {
+  SHARDLM_CHECK(streams == 4 || streams == 6 || streams == 8, "a read probe pass takes 4, 6 or 8 streams, not ",
+                streams);
   if (!has_avx2_fma()) return 0;
-  constexpr size_t bytes = size_t{1} << 30;
-  // In huge pages where the system grants them, as large weights are (Tensor::empty):
-  // the probe measures the best the memory system does, not the TLB's cost.
-  Tensor memory = Tensor::empty({static_cast<int64_t>(bytes / sizeof(float))}, DType::f32);
-  float* const buffer = memory.mutable_data<float>();
-  std::memset(buffer, 1, bytes);  // fault every page in before timing
-  ThreadPool pool(threads);
-  const int64_t tasks = pool.threads();
+  const float* const buffer = memory_.data<float>();
+  const int64_t tasks = pool_.threads();
   // Whole 4 KB chunks for 4, 6 and 8 streams alike: a multiple of 24 x 1024 floats.
   constexpr size_t unit = 24 * 1024;
-  const size_t floats_per_task = bytes / sizeof(float) / static_cast<size_t>(tasks) / unit * unit;
+  const size_t floats_per_task = static_cast<size_t>(memory_.numel()) / static_cast<size_t>(tasks) / unit * unit;
   volatile float sink = 0;
+  const auto start = std::chrono::steady_clock::now();
+  pool_.run(tasks, [&](int64_t task) {
+    const float* base = buffer + static_cast<size_t>(task) * floats_per_task;
+    const float sum = streams == 4   ? sum_streams<4>(base, floats_per_task)
+                      : streams == 6 ? sum_streams<6>(base, floats_per_task)
+                                     : sum_streams<8>(base, floats_per_task);
+    sink = sink + sum;
+  });
+  const double read = static_cast<double>(floats_per_task * sizeof(float)) * static_cast<double>(tasks);
+  return read / seconds_since(start) / 1e9;
+}
+
+double measure_read_bandwidth_gbs(int threads) {
+  if (!has_avx2_fma()) return 0;
+  ReadProbe probe(threads);
   double best = 0;
-  // The best of 4, 6 and 8 forward streams a thread, twice each: how many lines a core
-  // keeps in flight depends on the streams it reads and on how many cores share the
-  // memory (on the 2-core Zen 3 VM, six streams read ~1.5x four at one thread, about
-  // the same at two; one stream, or software prefetch on top, reads less).
-  for (int pass = 0; pass < 6; ++pass) {
-    const auto start = std::chrono::steady_clock::now();
-    pool.run(tasks, [&](int64_t task) {
-      const float* base = buffer + static_cast<size_t>(task) * floats_per_task;
-      const float sum = pass % 3 == 0   ? sum_streams<4>(base, floats_per_task)
-                        : pass % 3 == 1 ? sum_streams<6>(base, floats_per_task)
-                                        : sum_streams<8>(base, floats_per_task);
-      sink = sink + sum;
-    });
-    const double read = static_cast<double>(floats_per_task * sizeof(float)) * static_cast<double>(tasks);
-    best = std::max(best, read / seconds_since(start) / 1e9);
-  }
+  // On the 2-core Zen 3 VM six streams read ~1.5x four at one thread, about the same at
+  // two; one stream, or software prefetch on top, reads less.
+  for (int pass = 0; pass < 6; ++pass)
+    best = std::max(best, probe.pass_gbs(ReadProbe::stream_counts[pass % std::size(ReadProbe::stream_counts)]));
   return best;
 }
 

@@ -4,10 +4,33 @@
 // cores retire (prefill is matrix work). `shardlm bench` and bench/roofline report
 // kernel speed as a share of these, measured on the machine itself.
 
+#include "core/tensor.h"
+#include "core/thread_pool.h"
+
 namespace shardlm::backends::cpu {
 
-// GB/s of reading a 1 GiB buffer (in huge pages where granted) with `threads` threads
-// (best of a few passes).
+// Single timed reads of a 1 GiB buffer (in huge pages where granted), for a caller that
+// times them one at a time beside other work (`shardlm bench --paired-probe`). Owns the
+// buffer, written once on construction, and its own threads.
+class ReadProbe {
+ public:
+  // Forward streams a thread reads side by side in one pass: how many lines a core keeps
+  // in flight depends on them and on how many cores share the memory, so the probe's
+  // best figure comes from trying each.
+  static constexpr int stream_counts[] = {4, 6, 8};
+
+  explicit ReadProbe(int threads);
+  // GB/s of one pass over the buffer, `streams` (one of stream_counts) a thread; 0 when
+  // the CPU lacks AVX2.
+  double pass_gbs(int streams);
+
+ private:
+  Tensor memory_;  // [bytes / 4] f32
+  ThreadPool pool_;
+};
+
+// GB/s of reading a 1 GiB buffer with `threads` threads: the best of two ReadProbe
+// passes at each stream count.
 double measure_read_bandwidth_gbs(int threads);
 // GFLOP/s (2 per FMA) of 8-lane f32 FMAs on `threads` threads: the peak the AVX2 kernels
 // can reach. 0 when the CPU lacks AVX2/FMA.
