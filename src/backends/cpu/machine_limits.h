@@ -25,7 +25,7 @@ class ReadProbe {
   double pass_gbs(int streams);
 
  private:
-  Tensor memory_;  // [bytes / 4] f32
+  Tensor memory_;  // [1 << 28] f32: 1 GiB
   ThreadPool pool_;
 };
 
