@@ -127,6 +127,8 @@ PairedDecode paired_decode(AutoModelForCausalLM& model, const BatchEncoding& pro
 }
 
 void run(const BenchArguments& args) {
+  SHARDLM_CHECK(!args.paired_probe || args.generated_tokens > 0,
+                "--paired-probe scores the tg test: give --gen-tokens above 0");
   LoadedModel loaded = load_model(args.model);
   AutoModelForCausalLM& model = loaded.model;
   const io::ModelConfig config = io::load_model_config(loaded.files);
@@ -150,11 +152,9 @@ void run(const BenchArguments& args) {
   const bool on_cpu = model.device() == "cpu";
   const bool probe_each = on_cpu && local_ranks == 1;
   const bool probed_per_repetition = probe_each && !(args.bandwidth_gbs && args.fma_peak_gflops);
-  if (args.paired_probe) {
-    SHARDLM_CHECK(probe_each, "--paired-probe measures the CPU's read bandwidth beside each decode step: it needs "
-                  "--device cpu and a single process (tp_size 1)");
-    SHARDLM_CHECK(args.generated_tokens > 0, "--paired-probe scores the tg test: give --gen-tokens above 0");
-  }
+  SHARDLM_CHECK(!args.paired_probe || probe_each,
+                "--paired-probe measures the CPU's read bandwidth beside each decode step: it needs --device cpu "
+                "and a single process (tp_size 1)");
   const auto probe_bandwidth = [&] {
     return args.bandwidth_gbs ? *args.bandwidth_gbs / (on_cpu ? local_ranks : 1)
            : on_cpu           ? backends::cpu::measure_read_bandwidth_gbs(threads)
