@@ -15,16 +15,24 @@ for tool in llama-bench llama-quantize; do
 done
 source bench/qwen3_shape_model.sh "${2:-/tmp/shardlm-bench}" 3
 gguf="$work/qwen3-0.6b"
-[ -f "$gguf-bf16.gguf" ] || python3 bench/llama_cpp_gguf.py "$model" "$gguf-bf16.gguf"
+# Each file is written under a temporary name first: an interrupted run leaves none half made.
+if [ ! -f "$gguf-bf16.gguf" ]; then
+  python3 bench/llama_cpp_gguf.py "$model" "$gguf-bf16.gguf.partial"
+  mv "$gguf-bf16.gguf.partial" "$gguf-bf16.gguf"
+fi
 for type in f16 q8_0; do
-  [ -f "$gguf-$type.gguf" ] || "$llama_bin/llama-quantize" "$gguf-bf16.gguf" "$gguf-$type.gguf" "${type^^}" 2 \
-    >"$gguf-$type.log" 2>&1 || { cat "$gguf-$type.log" >&2; rm -f "$gguf-$type.gguf"; exit 1; }
+  [ -f "$gguf-$type.gguf" ] && continue
+  "$llama_bin/llama-quantize" "$gguf-bf16.gguf" "$gguf-$type.gguf.partial" "${type^^}" 2 >"$gguf-$type.log" 2>&1 ||
+    { cat "$gguf-$type.log" >&2; exit 1; }
+  mv "$gguf-$type.gguf.partial" "$gguf-$type.gguf"
 done
 
 # tok/s and its spread from llama-bench's JSON: "mean stddev".
 llama() {
-  "$llama_bin/llama-bench" -m "$gguf-$1.gguf" -t 2 -r "$repetitions" -o json "${@:2}" 2>/dev/null |
-    python3 -c 'import json, sys; d = json.load(sys.stdin)[0]; print("%.2f %.2f" % (d["avg_ts"], d["stddev_ts"]))'
+  local result
+  result=$("$llama_bin/llama-bench" -m "$gguf-$1.gguf" -t 2 -r "$repetitions" -o json "${@:2}" 2>"$work/llama-bench.log") ||
+    { echo "llama-bench failed on $gguf-$1.gguf ($*): see $work/llama-bench.log" >&2; exit 1; }
+  python3 -c 'import json, sys; d = json.load(sys.stdin)[0]; print("%.2f %.2f" % (d["avg_ts"], d["stddev_ts"]))' <<<"$result"
 }
 
 echo "| time (UTC) | weights | llama.cpp pp512 | shardlm pp512 | ratio | llama.cpp tg128 | shardlm tg128 | ratio | shardlm pp % of FMA peak | shardlm tg % of roofline |"
