@@ -1,13 +1,16 @@
-// Every matmul table this CPU runs (portable, AVX2), both entries, every weight dtype,
-// against the scalar reference linear. Shapes cover each loop's tail: rows around the
-// 4-row gemv and 6-row micro-kernel groups (12: the last tile full, which the packed
-// input's last column must not overrun), in past the 256-element k block (and the
-// portable table's 1024-element chunk), a multiple of 16 or not (the bf16 gemv reads 16
-// at a time, then 8, then one), out past two 128-column blocks and not a multiple of
-// 16. Tolerance: 2e-5 of the largest output (f32 sums in
-// another order); 1e-4 for gemv over int8 weights, whose AVX2 kernel rounds the
-// activations to int16 per 32-element block (2^-16 of the block's largest value).
+// Every matmul table this CPU runs (portable, AVX2, AVX-512), both entries, every
+// weight dtype, against the scalar reference linear. Shapes cover each loop's tail:
+// rows around the 4-row gemv and the 6- and 12-row micro-kernel tiles (12: the last
+// tile full, which the packed input's last column must not overrun), in past the
+// 256-element k block (and the portable table's 1024-element chunk), a multiple of 16
+// and 32 or not (the bf16 gemvs read 32 or 16 at a time, then less), out past two
+// 128-column blocks and not a multiple of 16. Tolerance: 2e-5 of the largest output
+// (f32 sums in another order); 1e-4 for gemv over int8 weights, whose AVX2 and AVX-512
+// kernels round the activations to int16 per 32-element block (2^-16 of the block's
+// largest value).
 #include <gtest/gtest.h>
+
+#include <cstdlib>
 
 #include "backends/cpu/matmul_kernels.h"
 #include "core/quantize.h"
@@ -86,9 +89,12 @@ TEST(MatmulKernels, EveryTableMatchesTheReference) {
     }
 }
 
-TEST(MatmulKernels, Avx2IsPickedWhenTheCpuHasIt) {
-  if (avx2_matmul_kernels() == nullptr) GTEST_SKIP() << "this CPU lacks AVX2/FMA/F16C";
-  EXPECT_EQ(matmul_kernels().isa, "avx2");
+TEST(MatmulKernels, TheWidestTableTheCpuRunsIsPicked) {
+  if (std::getenv("SHARDLM_CPU_KERNELS")) GTEST_SKIP() << "SHARDLM_CPU_KERNELS chooses the table";
+  EXPECT_EQ(avx512_matmul_kernels() != nullptr, cpu_has_avx512());
+  if (cpu_has_avx512()) EXPECT_EQ(matmul_kernels().isa, "avx512");
+  else if (avx2_matmul_kernels()) EXPECT_EQ(matmul_kernels().isa, "avx2");
+  else EXPECT_EQ(matmul_kernels().isa, "portable");
 }
 
 TEST(Quantize, Int8BlocksRoundTripWithinHalfAStep) {

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "backends/cpu/matmul_kernels.h"
 #include "core/dtype.h"
@@ -34,6 +35,17 @@ inline bool cpu_has_avx2_fma_f16c() {
 namespace shardlm::backends::cpu::avx2 {
 
 constexpr int64_t block = Tensor::quant_block;
+
+// Calls body(std::integral_constant<DType, dtype>) for the weight's dtype.
+template <typename Body>
+void with_dtype(DType dtype, Body body) {
+  switch (dtype) {
+    case DType::f32: return body(std::integral_constant<DType, DType::f32>{});
+    case DType::bf16: return body(std::integral_constant<DType, DType::bf16>{});
+    case DType::f16: return body(std::integral_constant<DType, DType::f16>{});
+    default: return body(std::integral_constant<DType, DType::i8>{});
+  }
+}
 
 // Bytes per weight element of dtype D, known at compile time (dtype_size is not).
 template <DType D>
@@ -103,6 +115,26 @@ inline float horizontal_max(__m256 v) {
   return _mm_cvtss_f32(m);
 }
 
+// How far ahead of its reads the gemv prefetches each weight stream, one line per 64
+// bytes read. A stream's loads alone keep only as many lines in flight as the
+// out-of-order window holds iterations of the loop (~6 instructions per 32 bytes of
+// bf16 weights, ~10 of int8), short of the read bandwidth on a core whose memory is
+// ~100 ns away; hardware prefetch did not make up the rest here. 1 KB ahead, against
+// none, at two threads on Zen 3 (bench/weight_stream, kernels' speed over bare reads of
+// the same bytes): bf16 0.88 -> 1.04, f16 0.85 -> 0.98, f32 0.97 -> 1.05 (512 B and 2 KB
+// gained less); int8, against the read probe, 0.86 -> 0.94.
+// The hint is T1 (into L2, not L1): Zen 4 honours it, and there T0's lines, held in
+// L1 until used, left bf16 and f16 at 0.74 - 0.87 of a bare read (bf16 at T1: 0.97;
+// bf16 decode 19.0 - 21.6 -> 23.7 - 24.2 tok/s, f16 19.7 - 22.3 -> 21.4 - 27.7, int8
+// 37.9 - 41.3 -> 40.0 - 43.4, alternating builds). On Zen 3 the matmuls alone read ~3.5%
+// slower with T1 (weight_stream, 0.93 of a bare read against T0's 0.97), yet bf16
+// decode tokens ran ~6% faster (19.0 against 17.8 tok/s, seven alternating pairs).
+constexpr int64_t gemv_prefetch_bytes = 1024;
+
+inline void prefetch_ahead(const void* row, int64_t byte_offset) {
+  _mm_prefetch(static_cast<const char*>(row) + byte_offset + gemv_prefetch_bytes, _MM_HINT_T1);
+}
+
 constexpr int64_t micro_rows = 6, panel_width = 16, k_block = 256, column_block = 128;
 
 // Elements [k0, k0 + count) of weight row `row`, as f32 with int8 scales applied.
@@ -142,12 +174,13 @@ inline void transpose8(__m256 rows[8]) {
   rows[7] = _mm256_permute2f128_ps(s3, s7, 0x31);
 }
 
-// packed[k][j] = weight[n0 + j, k0 + k] for j < width, zero for width <= j < 16:
-// 8x8 blocks widened in registers and transposed, the k tail element by element.
-template <DType D>
+// packed[k][j] = weight[n0 + j, k0 + k] for j < width, zero for width <= j < Width (a
+// multiple of 8: 16 for this file's micro-kernel, 32 for the AVX-512 one): 8x8 blocks
+// widened in registers and transposed, the k tail element by element.
+template <DType D, int64_t Width = panel_width>
 inline void pack_panel(const WeightView& w, int64_t n0, int64_t width, int64_t k0, int64_t kc, float* packed) {
   const int64_t vector_k = kc / 8 * 8;
-  for (int64_t j0 = 0; j0 < panel_width; j0 += 8) {
+  for (int64_t j0 = 0; j0 < Width; j0 += 8) {
     const void* rows[8];
     const uint16_t* scales[8];
     for (int64_t j = 0; j < 8; ++j) {
@@ -164,10 +197,10 @@ inline void pack_panel(const WeightView& w, int64_t n0, int64_t width, int64_t k
       }
       transpose8(block8);
       SHARDLM_UNROLL
-      for (int i = 0; i < 8; ++i) _mm256_store_ps(packed + (k + i) * panel_width + j0, block8[i]);
+      for (int i = 0; i < 8; ++i) _mm256_store_ps(packed + (k + i) * Width + j0, block8[i]);
     }
     for (int64_t k = vector_k; k < kc; ++k)  // int8 rows are whole blocks: no tail there
-      for (int64_t j = 0; j < 8; ++j) packed[k * panel_width + j0 + j] = rows[j] ? load1<D>(rows[j], k0 + k) : 0.0f;
+      for (int64_t j = 0; j < 8; ++j) packed[k * Width + j0 + j] = rows[j] ? load1<D>(rows[j], k0 + k) : 0.0f;
   }
 }
 

@@ -32,8 +32,9 @@ class ReadProbe {
 // GB/s of reading a 1 GiB buffer with `threads` threads: the best of two ReadProbe
 // passes at each stream count.
 double measure_read_bandwidth_gbs(int threads);
-// GFLOP/s (2 per FMA) of 8-lane f32 FMAs on `threads` threads: the peak the AVX2 kernels
-// can reach. 0 when the CPU lacks AVX2/FMA.
+// GFLOP/s (2 per FMA) of the widest f32 FMAs this CPU runs (16 lanes where it has
+// AVX-512, else 8) on `threads` threads: the machine's peak, whichever matmul table
+// runs. 0 when the CPU lacks AVX2/FMA.
 double measure_fma_peak_gflops(int threads);
 
 }  // namespace shardlm::backends::cpu

@@ -28,26 +28,6 @@ namespace {
 
 using namespace avx2;
 
-// How far ahead of its reads the gemv prefetches each weight stream, one line per 64
-// bytes read. A stream's loads alone keep only as many lines in flight as the
-// out-of-order window holds iterations of the loop (~6 instructions per 32 bytes of
-// bf16 weights, ~10 of int8), short of the read bandwidth on a core whose memory is
-// ~100 ns away; hardware prefetch did not make up the rest here. 1 KB ahead, against
-// none, at two threads on Zen 3 (bench/weight_stream, kernels' speed over bare reads of
-// the same bytes): bf16 0.88 -> 1.04, f16 0.85 -> 0.98, f32 0.97 -> 1.05 (512 B and 2 KB
-// gained less); int8, against the read probe, 0.86 -> 0.94.
-// The hint is T1 (into L2, not L1): Zen 4 honours it, and there T0's lines, held in
-// L1 until used, left bf16 and f16 at 0.74 - 0.87 of a bare read (bf16 at T1: 0.97;
-// bf16 decode 19.0 - 21.6 -> 23.7 - 24.2 tok/s, f16 19.7 - 22.3 -> 21.4 - 27.7, int8
-// 37.9 - 41.3 -> 40.0 - 43.4, alternating builds). On Zen 3 the matmuls alone read ~3.5%
-// slower with T1 (weight_stream, 0.93 of a bare read against T0's 0.97), yet bf16
-// decode tokens ran ~6% faster (19.0 against 17.8 tok/s, seven alternating pairs).
-constexpr int64_t gemv_prefetch_bytes = 1024;
-
-inline void prefetch_ahead(const void* row, int64_t byte_offset) {
-  _mm_prefetch(static_cast<const char*>(row) + byte_offset + gemv_prefetch_bytes, _MM_HINT_T1);
-}
-
 // out[r, o + s * part] for R input rows and S output rows, s < S, `part` rows apart. A
 // task's rows are split into S parts read side by side, each part in order: S long
 // forward streams, which on Zen 3 keep enough lines in flight for the full read
@@ -384,17 +364,6 @@ void silu_multiply(const float* gate, float* inout, int64_t count) {
     _mm256_storeu_ps(inout + i, _mm256_mul_ps(_mm256_loadu_ps(inout + i), silu));
   }
   for (; i < count; ++i) inout[i] *= gate[i] / (1.0f + std::exp(-gate[i]));
-}
-
-// Calls body(std::integral_constant<DType, dtype>) for the weight's dtype.
-template <typename Body>
-void with_dtype(DType dtype, Body body) {
-  switch (dtype) {
-    case DType::f32: return body(std::integral_constant<DType, DType::f32>{});
-    case DType::bf16: return body(std::integral_constant<DType, DType::bf16>{});
-    case DType::f16: return body(std::integral_constant<DType, DType::f16>{});
-    default: return body(std::integral_constant<DType, DType::i8>{});
-  }
 }
 
 void gemv(const float* x, int64_t rows, const WeightView& w, int64_t o_begin, int64_t o_end, float* out,

@@ -85,11 +85,17 @@ inline const float* gemm_input(const MatmulKernels& kernels, const float* x, int
 }
 constexpr int64_t gemv_max_rows = 4;
 
-// The portable table, and the AVX2+FMA+F16C one when this build and CPU have it.
+// The portable table, the AVX2+FMA+F16C one and the AVX-512 (F, BW, VL, DQ) one, the
+// last two where this CPU (and, for AVX-512, the OS) runs them, else null.
 const MatmulKernels& portable_matmul_kernels();
 const MatmulKernels* avx2_matmul_kernels();
+const MatmulKernels* avx512_matmul_kernels();
+bool cpu_has_avx512();
 // Every table this CPU can run, best last.
 std::span<const MatmulKernels* const> available_matmul_kernels();
+// The table the CPU backend runs: the best available, or the one whose isa the
+// environment variable SHARDLM_CPU_KERNELS names (portable, avx2, avx512), for A/B runs
+// on one machine; naming one this CPU lacks is an error.
 const MatmulKernels& matmul_kernels();
 
 }  // namespace shardlm::backends::cpu

@@ -3,11 +3,14 @@
 // It serves CPUs without AVX2 and is the second table the consistency tests run.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "backends/cpu/matmul_kernels.h"
 #include "backends/cpu/simd.h"
 #include "core/dtype.h"
+#include "core/error.h"
 
 namespace shardlm::backends::cpu {
 namespace {
@@ -65,12 +68,41 @@ WeightView WeightView::of(const Tensor& weight) {
 std::span<const MatmulKernels* const> available_matmul_kernels() {
   static const std::vector<const MatmulKernels*> tables = [] {
     std::vector<const MatmulKernels*> found{&portable_matmul_kernels()};
-    if (const MatmulKernels* avx2 = avx2_matmul_kernels()) found.push_back(avx2);
+    for (const MatmulKernels* table : {avx2_matmul_kernels(), avx512_matmul_kernels()})
+      if (table) found.push_back(table);
     return found;
   }();
   return tables;
 }
 
-const MatmulKernels& matmul_kernels() { return *available_matmul_kernels().back(); }
+bool cpu_has_avx512() {
+  // libgcc's checks include the OS's: XCR0 must have the 512-bit state enabled.
+  static const bool supported = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                                __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+                                avx2_matmul_kernels() != nullptr;
+  return supported;
+}
+
+namespace {
+
+const MatmulKernels& chosen_matmul_kernels() {
+  const std::span<const MatmulKernels* const> tables = available_matmul_kernels();
+  const char* wanted = std::getenv("SHARDLM_CPU_KERNELS");
+  if (wanted == nullptr || *wanted == '\0') return *tables.back();
+  std::string names;
+  for (const MatmulKernels* table : tables) {
+    if (table->isa == wanted) return *table;
+    names += (names.empty() ? "" : ", ") + std::string(table->isa);
+  }
+  fail("SHARDLM_CPU_KERNELS=", wanted, " names no matmul kernel table this CPU runs; it runs: ", names,
+       " (unset the variable to use the best)");
+}
+
+}  // namespace
+
+const MatmulKernels& matmul_kernels() {
+  static const MatmulKernels& chosen = chosen_matmul_kernels();
+  return chosen;
+}
 
 }  // namespace shardlm::backends::cpu

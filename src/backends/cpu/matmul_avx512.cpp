@@ -1,0 +1,381 @@
+// AVX-512 (F, BW, VL, DQ) matmul kernels. This file alone is compiled with those
+// instructions enabled; matmul_kernels() calls into it only when the CPU and the OS
+// run them. Same math as the AVX2 table (weights widened exactly to f32, f32 FMAs),
+// on 16 lanes and 32 vector registers:
+//
+// gemv (decode): as matmul_avx2.cpp's, a 64-byte load a step: bf16 as 16 even and 16
+// odd weights (shift, mask) against an input permuted per 32 to match, f16 through
+// vcvtph2ps, int8 as 32 int16 in one vpmaddwd per block against the AVX2 table's
+// int16 activations (the same layout, packed by that table). Half the instructions
+// per byte of weights: more lines in flight per out-of-order window.
+//
+// gemm (prefill): a 12x32 micro-kernel (24 accumulators; per k, two 16-lane weight
+// loads and twelve broadcast FMAs pairs), the input packed once per op into 12-row
+// k-major tiles, the weight packed a 32-column panel at a time into f32 [k][32].
+// Twice the AVX2 table's FLOPs a cycle where the core has two 512-bit FMA ports.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "backends/cpu/avx2_gemm.h"
+
+namespace shardlm::backends::cpu {
+namespace {
+
+using avx2::block;
+using avx2::element_bytes;
+using avx2::load1;
+using avx2::prefetch_ahead;
+using avx2::row_pointer;
+
+// Mask of the first `count` (<= 16) lanes.
+inline __mmask16 first_lanes(int64_t count) { return static_cast<__mmask16>((1u << count) - 1u); }
+
+// Sixteen consecutive weights of a row from element k, as f32 (f32, bf16, f16), the
+// lanes past `mask` zero.
+template <DType D>
+inline __m512 load16(const void* row, int64_t k, __mmask16 mask = 0xFFFF) {
+  if constexpr (D == DType::f32) {
+    return _mm512_maskz_loadu_ps(mask, static_cast<const float*>(row) + k);
+  } else {
+    const __m256i bits = _mm256_maskz_loadu_epi16(mask, static_cast<const uint16_t*>(row) + k);
+    if constexpr (D == DType::bf16) return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16));
+    else return _mm512_cvtph_ps(bits);
+  }
+}
+
+// out[r, o + s * part] for R input rows and S output rows `part` apart, read side by
+// side as S forward streams (matmul_avx2.cpp's gemv_tile: the same reasons, the same
+// prefetch); two accumulator chains per (row, stream) at one input row.
+template <DType D, int R, int S>
+void gemv_tile(const float* x, const WeightView& w, int64_t o, int64_t part, float* out, int64_t out_stride) {
+  constexpr int chains = R == 1 ? 2 : 1;
+  const int64_t in = w.in;
+  const void* rows[S];
+  SHARDLM_UNROLL
+  for (int s = 0; s < S; ++s) rows[s] = row_pointer<D>(w, o + s * part);
+  __m512 acc[R][S][chains];
+  SHARDLM_UNROLL
+  for (int r = 0; r < R; ++r)
+    SHARDLM_UNROLL
+    for (int s = 0; s < S; ++s)
+      SHARDLM_UNROLL
+      for (int c = 0; c < chains; ++c) acc[r][s][c] = _mm512_setzero_ps();
+  int64_t k = 0;
+  if constexpr (D == DType::bf16) {
+    // x as pack_bf16_gemv_input left it: per 32, the 16 even elements, then the 16 odd.
+    const __m512i odd_mask = _mm512_set1_epi32(static_cast<int>(0xFFFF0000u));
+    for (; k + 32 <= in; k += 32)
+      SHARDLM_UNROLL
+      for (int s = 0; s < S; ++s) {
+        prefetch_ahead(rows[s], k * 2);
+        const __m512i pairs = _mm512_loadu_si512(static_cast<const uint16_t*>(rows[s]) + k);
+        const __m512 even = _mm512_castsi512_ps(_mm512_slli_epi32(pairs, 16));
+        const __m512 odd = _mm512_castsi512_ps(_mm512_and_si512(pairs, odd_mask));
+        SHARDLM_UNROLL
+        for (int r = 0; r < R; ++r) {
+          acc[r][s][0] = _mm512_fmadd_ps(_mm512_loadu_ps(x + r * in + k), even, acc[r][s][0]);
+          acc[r][s][chains - 1] = _mm512_fmadd_ps(_mm512_loadu_ps(x + r * in + k + 16), odd, acc[r][s][chains - 1]);
+        }
+      }
+  }
+  for (; k + 16 * chains <= in; k += 16 * chains)
+    SHARDLM_UNROLL
+    for (int c = 0; c < chains; ++c)
+      SHARDLM_UNROLL
+      for (int s = 0; s < S; ++s) {
+        const int64_t at = k + 16 * c;
+        if (at * element_bytes<D> % 64 == 0) prefetch_ahead(rows[s], at * element_bytes<D>);
+        const __m512 weights = load16<D>(rows[s], at);
+        SHARDLM_UNROLL
+        for (int r = 0; r < R; ++r)
+          acc[r][s][c] = _mm512_fmadd_ps(_mm512_loadu_ps(x + r * in + at), weights, acc[r][s][c]);
+      }
+  for (; k < in; k += 16) {  // the last whole vector, then the tail under a mask
+    const __mmask16 mask = first_lanes(std::min<int64_t>(16, in - k));
+    SHARDLM_UNROLL
+    for (int s = 0; s < S; ++s) {
+      const __m512 weights = load16<D>(rows[s], k, mask);
+      SHARDLM_UNROLL
+      for (int r = 0; r < R; ++r)
+        acc[r][s][0] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask, x + r * in + k), weights, acc[r][s][0]);
+    }
+  }
+  SHARDLM_UNROLL
+  for (int r = 0; r < R; ++r)
+    SHARDLM_UNROLL
+    for (int s = 0; s < S; ++s) {
+      SHARDLM_UNROLL
+      for (int c = 1; c < chains; ++c) acc[r][s][0] = _mm512_add_ps(acc[r][s][0], acc[r][s][c]);
+      out[r * out_stride + o + s * part] = _mm512_reduce_add_ps(acc[r][s][0]);
+    }
+}
+
+// Activations for bf16 weights: each whole group of 32 as its 16 even elements, then its
+// 16 odd ones, the order gemv_tile widens a 64-byte load of weights in; the tail past
+// the last group stays as it is.
+void pack_bf16_gemv_input(const float* x, int64_t rows, int64_t in, float* packed) {
+  const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+  const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* source = x + r * in;
+    float* target = packed + r * in;
+    int64_t k = 0;
+    for (; k + 32 <= in; k += 32) {
+      const __m512 low = _mm512_loadu_ps(source + k), high = _mm512_loadu_ps(source + k + 16);
+      _mm512_storeu_ps(target + k, _mm512_permutex2var_ps(low, even, high));
+      _mm512_storeu_ps(target + k + 16, _mm512_permutex2var_ps(low, odd, high));
+    }
+    for (; k < in; ++k) target[k] = source[k];
+  }
+}
+
+// The AVX2 table's int8 activations: `in` int16 values, then one f32 scale per block.
+const MatmulKernels& int8_input_packer() { return *avx2_matmul_kernels(); }
+
+// int8 weights against the int16 activations, output rows o + s * part as in
+// gemv_tile: per block, 32 int8 x int16 products summed pairwise in int32 by one
+// vpmaddwd, converted and scaled once by weight scale x input scale. Scales are
+// combined sixteen blocks at a time as vectors.
+template <int R, int S>
+void gemv_int8_tile(const float* packed_x, const WeightView& w, int64_t o, int64_t part, float* out,
+                    int64_t out_stride) {
+  const int64_t in = w.in, blocks = in / block;
+  const int64_t row_floats = int8_input_packer().gemv_input_row_floats(DType::i8, in);
+  const int8_t* rows[S];
+  const uint16_t* weight_scales[S];
+  SHARDLM_UNROLL
+  for (int s = 0; s < S; ++s) {
+    rows[s] = static_cast<const int8_t*>(row_pointer<DType::i8>(w, o + s * part));
+    weight_scales[s] = w.block_scales + (o + s * part) * blocks;
+  }
+  const int16_t* values[R];
+  const float* input_scales[R];
+  SHARDLM_UNROLL
+  for (int r = 0; r < R; ++r) {
+    values[r] = reinterpret_cast<const int16_t*>(packed_x + r * row_floats);
+    input_scales[r] = packed_x + r * row_floats + in / 2;
+  }
+  __m512 acc[R][S];
+  SHARDLM_UNROLL
+  for (int r = 0; r < R; ++r)
+    SHARDLM_UNROLL
+    for (int s = 0; s < S; ++s) acc[r][s] = _mm512_setzero_ps();
+  for (int64_t b0 = 0; b0 < blocks; b0 += 16) {
+    const int64_t group = std::min<int64_t>(16, blocks - b0);
+    const __mmask16 mask = first_lanes(group);
+    alignas(64) float combined[R][S][16];  // [r][s][b]: the scale of block b0 + b of row s against input row r
+    SHARDLM_UNROLL
+    for (int s = 0; s < S; ++s) {
+      const __m512 weight_scale = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask, weight_scales[s] + b0));
+      SHARDLM_UNROLL
+      for (int r = 0; r < R; ++r)
+        _mm512_store_ps(combined[r][s], _mm512_mul_ps(weight_scale, _mm512_maskz_loadu_ps(mask, input_scales[r] + b0)));
+    }
+    for (int64_t b = 0; b < group; ++b) {
+      const int64_t k = (b0 + b) * block;
+      if (b % 2 == 0)  // one line of each stream per two blocks
+        SHARDLM_UNROLL
+        for (int s = 0; s < S; ++s)
+          prefetch_ahead(rows[s], k);
+      SHARDLM_UNROLL
+      for (int s = 0; s < S; ++s) {
+        const __m512i weights = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[s] + k)));
+        SHARDLM_UNROLL
+        for (int r = 0; r < R; ++r) {
+          const __m512i sums = _mm512_madd_epi16(weights, _mm512_loadu_si512(values[r] + k));
+          acc[r][s] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), _mm512_set1_ps(combined[r][s][b]), acc[r][s]);
+        }
+      }
+    }
+  }
+  SHARDLM_UNROLL
+  for (int r = 0; r < R; ++r)
+    SHARDLM_UNROLL
+    for (int s = 0; s < S; ++s) out[r * out_stride + o + s * part] = _mm512_reduce_add_ps(acc[r][s]);
+}
+
+// Output rows [o_begin, o_end) as S parts read side by side, then the rows left over
+// one at a time; the AVX2 table's stream counts.
+template <DType D, int R>
+void gemv_rows(const float* x, const WeightView& w, int64_t o_begin, int64_t o_end, float* out, int64_t stride) {
+  constexpr int S = D == DType::i8     ? (R <= 2 ? 3 : 2)
+                    : D == DType::bf16 ? (R <= 2 ? 4 : 3)
+                                       : (R == 1 ? 6 : R == 2 ? 4 : 3);
+  const auto tile = [&]<int Streams>(int64_t o, int64_t part) {
+    if constexpr (D == DType::i8) gemv_int8_tile<R, Streams>(x, w, o, part, out, stride);
+    else gemv_tile<D, R, Streams>(x, w, o, part, out, stride);
+  };
+  const int64_t part = (o_end - o_begin) / S;
+  for (int64_t o = o_begin; o < o_begin + part; ++o) tile.template operator()<S>(o, part);
+  for (int64_t o = o_begin + S * part; o < o_end; ++o) tile.template operator()<1>(o, 0);
+}
+
+int64_t gemv_input_row_floats(DType weight_dtype, int64_t in) {
+  if (weight_dtype == DType::i8) return int8_input_packer().gemv_input_row_floats(weight_dtype, in);
+  return weight_dtype == DType::bf16 ? in : 0;
+}
+
+void pack_gemv_input(const float* x, int64_t rows, int64_t in, DType weight_dtype, float* packed) {
+  if (weight_dtype == DType::i8) int8_input_packer().pack_gemv_input(x, rows, in, weight_dtype, packed);
+  else if (weight_dtype == DType::bf16) pack_bf16_gemv_input(x, rows, in, packed);
+}
+
+template <DType D>
+void gemv_typed(const float* x, int64_t rows, const WeightView& w, int64_t o_begin, int64_t o_end, float* out,
+                int64_t stride) {
+  // Rows of x: f32 [in] (for bf16 weights, permuted), or the int8 packer's rows.
+  const int64_t row_floats = D == DType::i8 ? gemv_input_row_floats(D, w.in) : w.in;
+  for (int64_t r = 0; r < rows; r += gemv_max_rows) {
+    const float* xr = x + r * row_floats;
+    float* outr = out + r * stride;
+    switch (std::min(rows - r, gemv_max_rows)) {
+      case 1: gemv_rows<D, 1>(xr, w, o_begin, o_end, outr, stride); break;
+      case 2: gemv_rows<D, 2>(xr, w, o_begin, o_end, outr, stride); break;
+      case 3: gemv_rows<D, 3>(xr, w, o_begin, o_end, outr, stride); break;
+      default: gemv_rows<D, 4>(xr, w, o_begin, o_end, outr, stride); break;
+    }
+  }
+}
+
+constexpr int64_t micro_rows = 12, panel_width = 32, k_block = 128, column_block = 128;
+
+// Tile t of x, rows [12t, 12t + 12) (past the end: zero), as k-major [k][12] floats, one
+// 256-k block at a time: block k0 of every tile lies together ([k block][tile][k][12]),
+// so the gemm reads a run of tiles at one k block as one forward stream.
+int64_t packed_tile_offset(int64_t tiles, int64_t in, int64_t t, int64_t k0) {
+  return k0 * tiles * micro_rows + t * std::min(k_block, in - k0) * micro_rows;
+}
+
+// Eight columns at a time: rows 0-7 and rows 8-11 (four zero rows beside them) each
+// transposed in registers as an 8x8 block, then each column's twelve values stored as
+// eight and four; columns and rows past the end are masked off or zero.
+void pack_input(const float* x, int64_t rows, int64_t in, int64_t tile_begin, int64_t tile_end, float* packed) {
+  const int64_t tiles = (rows + micro_rows - 1) / micro_rows;
+  for (int64_t t = tile_begin; t < tile_end; ++t) {
+    const int64_t tile_rows = std::min(micro_rows, rows - t * micro_rows);
+    const float* row = x + t * micro_rows * in;
+    for (int64_t k0 = 0; k0 < in; k0 += k_block) {
+      float* tile = packed + packed_tile_offset(tiles, in, t, k0);
+      const int64_t kc = std::min(k_block, in - k0);
+      for (int64_t k = 0; k < kc; k += 8) {
+        const int64_t count = std::min<int64_t>(8, kc - k);
+        const auto mask = static_cast<__mmask8>((1u << count) - 1u);
+        __m256 low[8], high[8];
+        SHARDLM_UNROLL
+        for (int i = 0; i < 8; ++i) {
+          low[i] = i < tile_rows ? _mm256_maskz_loadu_ps(mask, row + i * in + k0 + k) : _mm256_setzero_ps();
+          high[i] = i < 4 && i + 8 < tile_rows ? _mm256_maskz_loadu_ps(mask, row + (i + 8) * in + k0 + k)
+                                               : _mm256_setzero_ps();
+        }
+        avx2::transpose8(low);  // low[j]: rows 0..7 of column k + j
+        avx2::transpose8(high);  // high[j]: rows 8..11 (then four zeros) of column k + j
+        SHARDLM_UNROLL
+        for (int j = 0; j < 8; ++j)
+          if (j < count) {
+            _mm256_storeu_ps(tile + (k + j) * micro_rows, low[j]);
+            _mm_storeu_ps(tile + (k + j) * micro_rows + 8, _mm256_castps256_ps128(high[j]));
+          }
+      }
+    }
+  }
+}
+
+// c[i, 0..width) (+)= a[i, 0..kc) . panel[0..kc, 0..32) for M rows of a packed tile
+// ([k][12]); the panel packed [k][32].
+template <int M>
+void micro_kernel(const float* a, const float* panel, int64_t kc, float* c, int64_t ldc, int64_t width,
+                  bool accumulate) {
+  __m512 low[M], high[M];
+  SHARDLM_UNROLL
+  for (int i = 0; i < M; ++i) low[i] = high[i] = _mm512_setzero_ps();
+  // The tile of c was last touched a k block ago (matmul_avx2.cpp's micro-kernel).
+  if (accumulate)
+    SHARDLM_UNROLL
+    for (int i = 0; i < M; ++i) _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc), _MM_HINT_T0);
+#pragma GCC unroll 4
+  for (int64_t k = 0; k < kc; ++k) {
+    const __m512 b0 = _mm512_load_ps(panel + k * panel_width);
+    const __m512 b1 = _mm512_load_ps(panel + k * panel_width + 16);
+    SHARDLM_UNROLL
+    for (int i = 0; i < M; ++i) {
+      const __m512 value = _mm512_set1_ps(a[k * micro_rows + i]);
+      low[i] = _mm512_fmadd_ps(value, b0, low[i]);
+      high[i] = _mm512_fmadd_ps(value, b1, high[i]);
+    }
+  }
+  const __mmask16 low_mask = first_lanes(std::min<int64_t>(16, width));
+  const __mmask16 high_mask = first_lanes(std::max<int64_t>(0, width - 16));
+  SHARDLM_UNROLL
+  for (int i = 0; i < M; ++i) {
+    float* row = c + i * ldc;
+    if (accumulate) {
+      low[i] = _mm512_add_ps(low[i], _mm512_maskz_loadu_ps(low_mask, row));
+      high[i] = _mm512_add_ps(high[i], _mm512_maskz_loadu_ps(high_mask, row + 16));
+    }
+    _mm512_mask_storeu_ps(row, low_mask, low[i]);
+    _mm512_mask_storeu_ps(row + 16, high_mask, high[i]);
+  }
+}
+
+template <int... M>
+void micro_kernel_rows(std::integer_sequence<int, M...>, int64_t rows, const float* a, const float* panel,
+                       int64_t kc, float* c, int64_t ldc, int64_t width, bool accumulate) {
+  ((rows == M + 1 ? micro_kernel<M + 1>(a, panel, kc, c, ldc, width, accumulate) : void()), ...);
+}
+
+// matmul_avx2.cpp's loop order: per k block the column block's panels are packed (128
+// KB, in L2); then for a block of input tiles that stays in L2 beside them, each panel
+// (32 KB at 256 k, in L1) meets every tile of the block.
+constexpr int64_t tiles_per_block = 12;
+
+template <DType D>
+void gemm_typed(const float* packed_x, int64_t rows, const WeightView& w, int64_t o_begin, int64_t o_end, float* out,
+                int64_t stride) {
+  // On the stack (128 KB), as matmul_avx2.cpp's: no per-thread heap buffer.
+  alignas(64) float packed[k_block * column_block];
+  const int64_t in = w.in, tiles = (rows + micro_rows - 1) / micro_rows;
+  for (int64_t n0 = o_begin; n0 < o_end; n0 += column_block) {
+    const int64_t columns = std::min(column_block, o_end - n0);
+    const int64_t panels = (columns + panel_width - 1) / panel_width;
+    for (int64_t k0 = 0; k0 < in; k0 += k_block) {
+      const int64_t kc = std::min(k_block, in - k0);
+      for (int64_t p = 0; p < panels; ++p)
+        avx2::pack_panel<D, panel_width>(w, n0 + p * panel_width, std::min(panel_width, columns - p * panel_width),
+                                         k0, kc, packed + p * k_block * panel_width);
+      for (int64_t t0 = 0; t0 < tiles; t0 += tiles_per_block)
+        for (int64_t p = 0; p < panels; ++p)
+          for (int64_t t = t0; t < std::min(tiles, t0 + tiles_per_block); ++t)
+            micro_kernel_rows(std::make_integer_sequence<int, micro_rows>{}, std::min(micro_rows, rows - t * micro_rows),
+                              packed_x + packed_tile_offset(tiles, in, t, k0), packed + p * k_block * panel_width, kc,
+                              out + t * micro_rows * stride + n0 + p * panel_width, stride,
+                              std::min(panel_width, columns - p * panel_width), k0 > 0);
+    }
+  }
+}
+
+void gemv(const float* x, int64_t rows, const WeightView& w, int64_t o_begin, int64_t o_end, float* out,
+          int64_t stride) {
+  avx2::with_dtype(w.dtype, [&](auto dtype) { gemv_typed<dtype.value>(x, rows, w, o_begin, o_end, out, stride); });
+}
+
+void gemm(const float* x, int64_t rows, const WeightView& w, int64_t o_begin, int64_t o_end, float* out,
+          int64_t stride) {
+  avx2::with_dtype(w.dtype, [&](auto dtype) { gemm_typed<dtype.value>(x, rows, w, o_begin, o_end, out, stride); });
+}
+
+}  // namespace
+
+const MatmulKernels* avx512_matmul_kernels() {
+  if (!cpu_has_avx512()) return nullptr;
+  static const MatmulKernels kernels{.isa = "avx512", .gemv = gemv, .gemm = gemm, .pack_input = pack_input,
+                                     .input_tile_rows = micro_rows, .gemm_column_block = column_block,
+                                     .pack_gemv_input = pack_gemv_input,
+                                     .gemv_input_row_floats = gemv_input_row_floats,
+                                     // The AVX2 table's: ~1% of a prefill, memory-bound in decode.
+                                     .silu_multiply = avx2_matmul_kernels()->silu_multiply};
+  return &kernels;
+}
+
+}  // namespace shardlm::backends::cpu
