@@ -54,7 +54,7 @@ void BM_Gemm(benchmark::State& state, DType dtype) {
   const MatmulKernels& kernels = matmul_kernels();
   std::vector<float> packed;
   for (auto _ : state) {
-    kernels.gemm(gemm_input(kernels, x.data<float>(), rows, in, packed), rows, WeightView::of(w), 0, out, y.data(),
+    kernels.gemm(gemm_input(kernels, dtype, x.data<float>(), rows, in, packed), rows, WeightView::of(w), 0, out, y.data(),
                  out);
     benchmark::DoNotOptimize(y.data());
   }

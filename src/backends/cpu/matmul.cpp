@@ -76,7 +76,7 @@ const float* kernel_input(ThreadPool& pool, const float* x, int64_t rows, int64_
   float* packed = scratch(buffer, packed_input_floats(kernels, rows, in));
   const int64_t tiles = input_tiles(kernels, rows), per_task = std::max<int64_t>(1, tiles / (4 * pool.threads()));
   pool.run((tiles + per_task - 1) / per_task, [&](int64_t task) {
-    kernels.pack_input(x, rows, in, task * per_task, std::min(tiles, (task + 1) * per_task), packed);
+    kernels.pack_input(x, rows, in, dtype, task * per_task, std::min(tiles, (task + 1) * per_task), packed);
   });
   return packed;
 }
@@ -141,9 +141,8 @@ void gated_linear(ThreadPool& pool, const Tensor& x, const Tensor& gate_weight, 
   float* gate = scratch(gate_buffer, rows * out_features);  // [rows, out_features]
   float* result = out.mutable_data<float>();
   const WeightView gate_view = WeightView::of(gate_weight), up_view = WeightView::of(up_weight);
-  // gemm's packed input does not depend on the weight's dtype; gemv's does.
   const float* gate_input = kernel_input(pool, x.data<float>(), rows, gate_view.in, gate_view.dtype, gate_input_buffer);
-  const float* up_input = gate_view.dtype == up_view.dtype || rows > gemv_max_rows
+  const float* up_input = gate_view.dtype == up_view.dtype
                               ? gate_input
                               : kernel_input(pool, x.data<float>(), rows, up_view.in, up_view.dtype, up_input_buffer);
   for_column_ranges(pool, rows, out_features, [&](int64_t begin, int64_t end) {

@@ -307,7 +307,8 @@ void pack_full_tile(const float* const* row, int64_t k0, int64_t kc, float* tile
   pack_columns(row, micro_rows, k0, k, kc, tile);
 }
 
-void pack_input(const float* x, int64_t rows, int64_t in, int64_t tile_begin, int64_t tile_end, float* packed) {
+void pack_input(const float* x, int64_t rows, int64_t in, DType, int64_t tile_begin, int64_t tile_end,
+                float* packed) {
   const int64_t tiles = (rows + micro_rows - 1) / micro_rows;
   for (int64_t t = tile_begin; t < tile_end; ++t) {
     const int64_t tile_rows = std::min(micro_rows, rows - t * micro_rows);

@@ -251,7 +251,8 @@ int64_t packed_tile_offset(int64_t tiles, int64_t in, int64_t t, int64_t k0) {
 // Eight columns at a time: rows 0-7 and rows 8-11 (four zero rows beside them) each
 // transposed in registers as an 8x8 block, then each column's twelve values stored as
 // eight and four; columns and rows past the end are masked off or zero.
-void pack_input(const float* x, int64_t rows, int64_t in, int64_t tile_begin, int64_t tile_end, float* packed) {
+void pack_input(const float* x, int64_t rows, int64_t in, DType, int64_t tile_begin, int64_t tile_end,
+                float* packed) {
   const int64_t tiles = (rows + micro_rows - 1) / micro_rows;
   for (int64_t t = tile_begin; t < tile_end; ++t) {
     const int64_t tile_rows = std::min(micro_rows, rows - t * micro_rows);

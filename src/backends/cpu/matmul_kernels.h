@@ -32,16 +32,17 @@ struct MatmulKernels {
   // left it where gemv_input_row_floats is not 0 for the weight's dtype.
   void (*gemv)(const float* x, int64_t rows, const WeightView& weight, int64_t o_begin, int64_t o_end, float* out,
                int64_t out_stride);
-  // Any number of rows: packs weight panels to f32 and runs a register-blocked
-  // micro-kernel. x is the input as pack_input left it, or [rows, in] as it is where
-  // the table has no pack_input.
+  // Any number of rows: packs weight panels and runs a register-blocked micro-kernel
+  // (or matrix tiles). x is the input as pack_input left it for the weight's dtype, or
+  // [rows, in] as it is where the table has no pack_input.
   void (*gemm)(const float* x, int64_t rows, const WeightView& weight, int64_t o_begin, int64_t o_end, float* out,
                int64_t out_stride);
-  // Rearranges x [rows, in] for gemm, tiles [tile_begin, tile_end) of input_tile_rows
-  // rows each, into `packed` (packed_input_floats of them); null where gemm reads x as
-  // it is. Done once per op, so that every column task reads the same packed copy.
-  void (*pack_input)(const float* x, int64_t rows, int64_t in, int64_t tile_begin, int64_t tile_end,
-                     float* packed) = nullptr;
+  // Rearranges x [rows, in] for gemm over weights of `weight_dtype`, tiles [tile_begin,
+  // tile_end) of input_tile_rows rows each, into `packed` (packed_input_floats of them);
+  // null where gemm reads x as it is. Done once per op, so that every column task reads
+  // the same packed copy.
+  void (*pack_input)(const float* x, int64_t rows, int64_t in, DType weight_dtype, int64_t tile_begin,
+                     int64_t tile_end, float* packed) = nullptr;
   int64_t input_tile_rows = 1;
   // The output columns gemm packs a weight block for: the unit a column task should be.
   int64_t gemm_column_block = 64;
@@ -76,25 +77,32 @@ inline const float* gemv_input(const MatmulKernels& kernels, DType weight_dtype,
 }
 // gemm's input for x [rows, in] on one thread (tests, benchmarks): packed into `buffer`
 // where the table packs, else x.
-inline const float* gemm_input(const MatmulKernels& kernels, const float* x, int64_t rows, int64_t in,
-                               std::vector<float>& buffer) {
+inline const float* gemm_input(const MatmulKernels& kernels, DType weight_dtype, const float* x, int64_t rows,
+                               int64_t in, std::vector<float>& buffer) {
   if (!kernels.pack_input) return x;
   buffer.resize(static_cast<size_t>(packed_input_floats(kernels, rows, in)));
-  kernels.pack_input(x, rows, in, 0, input_tiles(kernels, rows), buffer.data());
+  kernels.pack_input(x, rows, in, weight_dtype, 0, input_tiles(kernels, rows), buffer.data());
   return buffer.data();
 }
 constexpr int64_t gemv_max_rows = 4;
 
-// The portable table, the AVX2+FMA+F16C one and the AVX-512 (F, BW, VL, DQ) one, the
-// last two where this CPU (and, for AVX-512, the OS) runs them, else null.
+// The portable table, the AVX2+FMA+F16C one, the AVX-512 (F, BW, VL, DQ) one and the AMX
+// one (bf16 prefill on the tile units, the rest AVX-512's), the last three where this
+// CPU and the OS run them, else null.
 const MatmulKernels& portable_matmul_kernels();
 const MatmulKernels* avx2_matmul_kernels();
 const MatmulKernels* avx512_matmul_kernels();
+const MatmulKernels* amx_matmul_kernels();
 bool cpu_has_avx512();
+// Whether `kernels`' gemm rounds the activations to bf16 for weights of `weight_dtype`
+// and row length `in` (the AMX table's tile units do, for bf16 weights whose rows are
+// whole 32-element tiles): 2^-9 relative per activation, as a bf16 model runs in
+// transformers or llama.cpp. Every other kernel keeps them f32.
+bool gemm_rounds_input_to_bf16(const MatmulKernels& kernels, DType weight_dtype, int64_t in);
 // Every table this CPU can run, best last.
 std::span<const MatmulKernels* const> available_matmul_kernels();
 // The table the CPU backend runs: the best available, or the one whose isa the
-// environment variable SHARDLM_CPU_KERNELS names (portable, avx2, avx512), for A/B runs
+// environment variable SHARDLM_CPU_KERNELS names (portable, avx2, avx512, amx), for A/B runs
 // on one machine; naming one this CPU lacks is an error.
 const MatmulKernels& matmul_kernels();
 

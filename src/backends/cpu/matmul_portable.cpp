@@ -68,7 +68,7 @@ WeightView WeightView::of(const Tensor& weight) {
 std::span<const MatmulKernels* const> available_matmul_kernels() {
   static const std::vector<const MatmulKernels*> tables = [] {
     std::vector<const MatmulKernels*> found{&portable_matmul_kernels()};
-    for (const MatmulKernels* table : {avx2_matmul_kernels(), avx512_matmul_kernels()})
+    for (const MatmulKernels* table : {avx2_matmul_kernels(), avx512_matmul_kernels(), amx_matmul_kernels()})
       if (table) found.push_back(table);
     return found;
   }();

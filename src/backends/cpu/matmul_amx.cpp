@@ -1,0 +1,236 @@
+// The AMX table: prefill over bf16 weights on the matrix tile units (Intel AMX-BF16,
+// Sapphire Rapids and later): one TDPBF16PS multiplies a 16x32 bf16 tile by a 32x16 one
+// into 16x16 f32 sums, 16 times the FLOPs a cycle of AVX-512 FMAs. Everything else
+// (decode's gemv, other weight dtypes, a row length that is not a multiple of 32) runs
+// the AVX-512 table's kernels.
+//
+// As llama.cpp does for bf16 weights (and transformers for a bf16 model), the
+// activations are rounded to bf16 (nearest even) once per op; the products and their
+// sums stay f32. That is 2^-9 relative per activation: tests/backends states the
+// tolerance.
+//
+// Layouts: pack_input writes x [rows, in] as bf16 rows (zero rows up to its 48-row
+// unit), so 16 rows x 32 k load as an A tile straight from it. Each task packs its
+// columns of the weight, 128 at a time, as B tiles in the pairs layout TDPBF16PS reads
+// ([k / 2][16 columns][2]): sixteen weight rows' 64-byte runs, transposed as 32-bit
+// pairs. Then for every pair of 16-row blocks and pair of 16-column tiles, four C tiles
+// sum over the whole row length and are stored once.
+#include <cpuid.h>
+#include <immintrin.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "backends/cpu/matmul_kernels.h"
+
+namespace shardlm::backends::cpu {
+namespace {
+
+constexpr int64_t tile_rows = 16, tile_k = 32;  // an A tile: 16 rows x 32 bf16 (64 bytes a row)
+constexpr int64_t column_block = 128;           // weight columns packed per step: 8 B tiles
+constexpr int64_t unit_rows = 48;               // pack_input's unit: 3 A row blocks, 4 AVX-512 tiles
+
+bool runs_on_tiles(DType weight_dtype, int64_t in) { return weight_dtype == DType::bf16 && in % tile_k == 0; }
+
+const MatmulKernels& fallback() { return *avx512_matmul_kernels(); }
+
+// The tile configuration (palette 1): eight tiles of 16 rows x 64 bytes. tmm0-3 hold
+// C, tmm4-5 A (two 16-row blocks of x), tmm6-7 B (two 16-column weight tiles).
+struct alignas(64) TileConfig {
+  uint8_t palette = 1;
+  uint8_t start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t bytes_per_row[16] = {};
+  uint8_t rows[16] = {};
+};
+
+void configure_tiles() {
+  TileConfig config;
+  for (int t = 0; t < 8; ++t) {
+    config.bytes_per_row[t] = 64;
+    config.rows[t] = tile_rows;
+  }
+  _tile_loadconfig(&config);
+}
+
+// Transposes the 16x16 matrix of 32-bit elements held in rows[0..16).
+void transpose16(__m512i rows[16]) {
+  __m512i pairs[16], quads[16];
+  for (int i = 0; i < 16; i += 2) {
+    pairs[i] = _mm512_unpacklo_epi32(rows[i], rows[i + 1]);
+    pairs[i + 1] = _mm512_unpackhi_epi32(rows[i], rows[i + 1]);
+  }
+  // quads[4g + j], per 128-bit lane L: column 4L + j of rows 4g .. 4g + 3.
+  for (int g = 0; g < 16; g += 4) {
+    quads[g] = _mm512_unpacklo_epi64(pairs[g], pairs[g + 2]);
+    quads[g + 1] = _mm512_unpackhi_epi64(pairs[g], pairs[g + 2]);
+    quads[g + 2] = _mm512_unpacklo_epi64(pairs[g + 1], pairs[g + 3]);
+    quads[g + 3] = _mm512_unpackhi_epi64(pairs[g + 1], pairs[g + 3]);
+  }
+  for (int j = 0; j < 4; ++j) {
+    const __m512i low01 = _mm512_shuffle_i32x4(quads[j], quads[4 + j], 0x44);
+    const __m512i high01 = _mm512_shuffle_i32x4(quads[j], quads[4 + j], 0xEE);
+    const __m512i low23 = _mm512_shuffle_i32x4(quads[8 + j], quads[12 + j], 0x44);
+    const __m512i high23 = _mm512_shuffle_i32x4(quads[8 + j], quads[12 + j], 0xEE);
+    rows[j] = _mm512_shuffle_i32x4(low01, low23, 0x88);
+    rows[4 + j] = _mm512_shuffle_i32x4(low01, low23, 0xDD);
+    rows[8 + j] = _mm512_shuffle_i32x4(high01, high23, 0x88);
+    rows[12 + j] = _mm512_shuffle_i32x4(high01, high23, 0xDD);
+  }
+}
+
+// B tiles of weight columns [n0, n0 + columns), zero past `columns`:
+// packed[tile][k block][k pair][column][2] (512 bf16 a tile).
+void pack_weight_tiles(const WeightView& w, int64_t n0, int64_t columns, uint16_t* packed) {
+  const int64_t in = w.in, k_blocks = in / tile_k;
+  const auto* weight = static_cast<const uint16_t*>(w.data);
+  for (int64_t j = 0; j * 16 < columns; ++j)
+    for (int64_t kb = 0; kb < k_blocks; ++kb) {
+      __m512i rows[16];
+      for (int64_t i = 0; i < 16; ++i)
+        rows[i] = j * 16 + i < columns ? _mm512_loadu_si512(weight + (n0 + j * 16 + i) * in + kb * tile_k)
+                                       : _mm512_setzero_si512();
+      transpose16(rows);  // rows[p]: pair p of the sixteen columns
+      uint16_t* tile = packed + (j * k_blocks + kb) * 512;
+      for (int p = 0; p < 16; ++p) _mm512_storeu_si512(tile + p * 32, rows[p]);
+    }
+}
+
+void pack_input(const float* x, int64_t rows, int64_t in, DType weight_dtype, int64_t unit_begin, int64_t unit_end,
+                float* packed) {
+  if (!runs_on_tiles(weight_dtype, in)) {
+    const int64_t per_unit = unit_rows / fallback().input_tile_rows;
+    const int64_t fallback_tiles = input_tiles(fallback(), rows);
+    fallback().pack_input(x, rows, in, weight_dtype, unit_begin * per_unit,
+                          std::min(fallback_tiles, unit_end * per_unit), packed);
+    return;
+  }
+  auto* bf16 = reinterpret_cast<uint16_t*>(packed);  // [units x 48 rows, in]
+  for (int64_t r = unit_begin * unit_rows; r < unit_end * unit_rows; ++r) {
+    uint16_t* target = bf16 + r * in;
+    if (r >= rows) {
+      std::memset(target, 0, static_cast<size_t>(in) * sizeof(uint16_t));
+      continue;
+    }
+    for (int64_t k = 0; k < in; k += tile_k) {
+      const __m512bh pair = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(x + r * in + k + 16), _mm512_loadu_ps(x + r * in + k));
+      _mm512_storeu_si512(target + k, (__m512i)pair);
+    }
+  }
+}
+
+// A C tile, rows [row0, row0 + 16) x columns [column0, column0 + 16) of out, of which
+// `valid_rows` x `valid_columns` exist: stored in place when whole, else through a
+// buffer. store(address, stride in bytes) stores the tile (its number must be a literal).
+template <typename Store>
+void store_tile(float* out, int64_t stride, int64_t row0, int64_t column0, int64_t valid_rows, int64_t valid_columns,
+                Store store) {
+  float* corner = out + row0 * stride + column0;
+  if (valid_rows >= 16 && valid_columns >= 16) {
+    store(corner, stride * static_cast<int64_t>(sizeof(float)));
+    return;
+  }
+  alignas(64) float tile[16 * 16];
+  store(tile, 64);
+  for (int64_t r = 0; r < std::min<int64_t>(16, valid_rows); ++r)
+    std::memcpy(corner + r * stride, tile + r * 16, static_cast<size_t>(std::min<int64_t>(16, valid_columns)) * 4);
+}
+
+void gemm_on_tiles(const float* packed_x, int64_t rows, const WeightView& w, int64_t o_begin, int64_t o_end,
+                   float* out, int64_t stride) {
+  const auto* x = reinterpret_cast<const uint16_t*>(packed_x);  // [rows rounded up to 48, in] bf16
+  const int64_t in = w.in, k_blocks = in / tile_k, row_blocks = (rows + tile_rows - 1) / tile_rows;
+  const int64_t x_stride = in * static_cast<int64_t>(sizeof(uint16_t));
+  // This thread's B tiles, [8 tiles][in / 32][512] bf16; grows to the longest row, then stays.
+  thread_local std::vector<uint16_t> weight_tiles;
+  if (weight_tiles.size() < static_cast<size_t>(column_block * in)) weight_tiles.resize(static_cast<size_t>(column_block * in));
+  uint16_t* packed_weight = weight_tiles.data();
+  configure_tiles();
+  for (int64_t n0 = o_begin; n0 < o_end; n0 += column_block) {
+    const int64_t columns = std::min(column_block, o_end - n0), column_tiles = (columns + 15) / 16;
+    pack_weight_tiles(w, n0, columns, packed_weight);
+    for (int64_t rb = 0; rb < row_blocks; rb += 2) {
+      const bool two_row_blocks = rb + 1 < row_blocks;
+      const uint16_t* x0 = x + rb * tile_rows * in;
+      const uint16_t* x1 = x0 + tile_rows * in;
+      for (int64_t j = 0; j < column_tiles; j += 2) {
+        const bool two_column_tiles = j + 1 < column_tiles;
+        const uint16_t* b0 = packed_weight + j * k_blocks * 512;
+        const uint16_t* b1 = b0 + k_blocks * 512;
+        _tile_zero(0);
+        _tile_zero(1);
+        _tile_zero(2);
+        _tile_zero(3);
+        for (int64_t kb = 0; kb < k_blocks; ++kb) {
+          _tile_loadd(4, x0 + kb * tile_k, x_stride);
+          _tile_loadd(6, b0 + kb * 512, 64);
+          _tile_dpbf16ps(0, 4, 6);
+          if (two_column_tiles) {
+            _tile_loadd(7, b1 + kb * 512, 64);
+            _tile_dpbf16ps(1, 4, 7);
+          }
+          if (two_row_blocks) {
+            _tile_loadd(5, x1 + kb * tile_k, x_stride);
+            _tile_dpbf16ps(2, 5, 6);
+            if (two_column_tiles) _tile_dpbf16ps(3, 5, 7);
+          }
+        }
+        const int64_t row0 = rb * tile_rows, column0 = n0 + j * 16;
+        const int64_t rows_left = rows - row0, columns_left = o_end - column0;
+        store_tile(out, stride, row0, column0, rows_left, columns_left,
+                   [](void* at, int64_t bytes) { _tile_stored(0, at, bytes); });
+        if (two_column_tiles)
+          store_tile(out, stride, row0, column0 + 16, rows_left, columns_left - 16,
+                     [](void* at, int64_t bytes) { _tile_stored(1, at, bytes); });
+        if (two_row_blocks)
+          store_tile(out, stride, row0 + 16, column0, rows_left - 16, columns_left,
+                     [](void* at, int64_t bytes) { _tile_stored(2, at, bytes); });
+        if (two_row_blocks && two_column_tiles)
+          store_tile(out, stride, row0 + 16, column0 + 16, rows_left - 16, columns_left - 16,
+                     [](void* at, int64_t bytes) { _tile_stored(3, at, bytes); });
+      }
+    }
+  }
+  // Hands the tile state back: a thread holding it makes every context switch save 8 KB.
+  _tile_release();
+}
+
+void gemm(const float* x, int64_t rows, const WeightView& w, int64_t o_begin, int64_t o_end, float* out,
+          int64_t stride) {
+  if (runs_on_tiles(w.dtype, w.in)) gemm_on_tiles(x, rows, w, o_begin, o_end, out, stride);
+  else fallback().gemm(x, rows, w, o_begin, o_end, out, stride);
+}
+
+// AMX-TILE, AMX-BF16 and AVX512-BF16 from CPUID (clang's __builtin_cpu_supports knows
+// none of them), then the kernel's leave: Linux gives a process the 8 KB tile state only
+// once it asks (arch_prctl ARCH_REQ_XCOMP_PERM for XTILEDATA).
+bool cpu_runs_amx_bf16() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!cpu_has_avx512() || !__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
+  const bool tiles = (edx & (1u << 24)) != 0, bf16_tiles = (edx & (1u << 22)) != 0;
+  if (!tiles || !bf16_tiles || !__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) || (eax & (1u << 5)) == 0) return false;
+  constexpr long request_permission = 0x1023, tile_data = 18;
+  return syscall(SYS_arch_prctl, request_permission, tile_data) == 0;
+}
+
+}  // namespace
+
+bool gemm_rounds_input_to_bf16(const MatmulKernels& kernels, DType weight_dtype, int64_t in) {
+  return &kernels == amx_matmul_kernels() && runs_on_tiles(weight_dtype, in);
+}
+
+const MatmulKernels* amx_matmul_kernels() {
+  static const bool runs = cpu_runs_amx_bf16();
+  if (!runs) return nullptr;
+  static const MatmulKernels kernels{.isa = "amx", .gemv = fallback().gemv, .gemm = gemm, .pack_input = pack_input,
+                                     .input_tile_rows = unit_rows, .gemm_column_block = column_block,
+                                     .pack_gemv_input = fallback().pack_gemv_input,
+                                     .gemv_input_row_floats = fallback().gemv_input_row_floats,
+                                     .silu_multiply = fallback().silu_multiply};
+  return &kernels;
+}
+
+}  // namespace shardlm::backends::cpu
