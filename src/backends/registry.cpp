@@ -3,6 +3,7 @@
 
 #include "backends/backend.h"
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/matmul_kernels.h"
 #include "core/logging.h"
 #ifdef SHARDLM_HAVE_CUDA
 #include "backends/cuda/cuda_backend.h"
@@ -34,7 +35,12 @@ int cuda_index(const std::string& device_map) {
 
 std::vector<BackendInfo> list_backends() {
   unsigned threads = std::thread::hardware_concurrency();
-  return {{"cpu", true, 1, str_cat(threads, " hardware threads")}, cuda_info()};
+  std::string tables;
+  for (const cpu::MatmulKernels* table : cpu::available_matmul_kernels())
+    tables += str_cat(tables.empty() ? "" : ", ", table->isa);
+  return {{"cpu", true, 1,
+           str_cat(threads, " hardware threads; matmul kernels ", cpu::matmul_kernels().isa, " (of ", tables, ")")},
+          cuda_info()};
 }
 
 std::unique_ptr<Backend> create_backend(const std::string& device_map, int threads) {

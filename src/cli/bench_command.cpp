@@ -1,7 +1,7 @@
 // `shardlm bench`: prompt processing (pp) and token generation (tg) speed in the
 // manner of llama-bench, with each figure's share of the machine's physical limit:
 // decode against memory bandwidth (every weight byte is read once per token), prefill
-// against the f32 FMA peak (the matrix FLOPs of the prompt).
+// against the f32 FMA peak on the CPU's widest vectors (the matrix FLOPs of the prompt).
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -15,6 +15,7 @@
 
 #include "api/impl.h"
 #include "backends/cpu/machine_limits.h"
+#include "backends/cpu/matmul_kernels.h"
 #include "cli/commands.h"
 #include "cli/model_options.h"
 
@@ -220,6 +221,8 @@ void run(const BenchArguments& args) {
   nlohmann::json result = {
       {"model", args.model.model},
       {"device", model.device()},
+      // Which matmul kernel table ran (backends/cpu/matmul_kernels.h), on the CPU.
+      {"cpu_kernels", on_cpu ? std::string(backends::cpu::matmul_kernels().isa) : ""},
       {"tg_batch", args.batch},
       {"weights", dtype},
       {"threads", threads},
@@ -257,8 +260,10 @@ void run(const BenchArguments& args) {
     std::printf("%s\n", result.dump().c_str());
     return;
   }
-  std::printf("model %s on %s, weights %s, %d threads, %.3f GB of weights, peak RSS %.3f GB%s\n",
-              args.model.model.c_str(), model.device().c_str(), dtype.c_str(), threads, model.weight_bytes() / 1e9,
+  std::printf("model %s on %s%s, weights %s, %d threads, %.3f GB of weights, peak RSS %.3f GB%s\n",
+              args.model.model.c_str(), model.device().c_str(),
+              on_cpu ? str_cat(" (", backends::cpu::matmul_kernels().isa, " matmul kernels)").c_str() : "",
+              dtype.c_str(), threads, model.weight_bytes() / 1e9,
               peak_rss / 1e9,
               model.tp_size() > 1 ? str_cat(" (per rank of tp_size ", model.tp_size(), ")").c_str() : "");
   std::printf("%-8s %12s %10s %s\n", "test", "tok/s", "stddev", "share of the machine's limit (mean ± stddev)");

@@ -10,8 +10,9 @@ void add_devices_command(CLI::App& app) {
   CLI::App* command = app.add_subcommand("devices", "List the backends of this build, whether each can run here, "
                                                     "and how many devices it sees");
   command->callback([] {
+    const std::vector<backends::BackendInfo> backends = backends::list_backends();
     std::printf("%-6s %-10s %-8s %s\n", "name", "available", "devices", "detail");
-    for (const backends::BackendInfo& info : backends::list_backends())
+    for (const backends::BackendInfo& info : backends)
       std::printf("%-6s %-10s %-8d %s\n", info.name.c_str(), info.available ? "yes" : "no", info.device_count,
                   info.detail.c_str());
     // Which GPUs this process may see (`shardlm launch` gives each rank its own).

@@ -1,6 +1,8 @@
 // The `shardlm` binary as a user runs it: exit codes, stdout, stderr.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -171,6 +173,23 @@ TEST(Cli, DevicesListsTheCpu) {
   CommandResult picked = run("generate --device auto -n 3 --output ids");
   EXPECT_EQ(picked.exit_code, 0) << picked.err;
   EXPECT_TRUE(contains(picked.err, "device_map=auto: using cpu")) << picked.err;
+}
+
+// SHARDLM_CPU_KERNELS picks the matmul table (A/B runs on one machine): the portable one
+// gives the default's greedy ids; a name the CPU does not run is an error, before any output.
+TEST(Cli, CpuKernelsAreChosenByTheEnvironment) {
+  CommandResult best = run("generate -n 8 --output ids");
+  ASSERT_EQ(best.exit_code, 0) << best.err;
+  ::setenv("SHARDLM_CPU_KERNELS", "portable", 1);
+  CommandResult listed = run("devices"), portable = run("generate -n 8 --output ids");
+  ::setenv("SHARDLM_CPU_KERNELS", "avx3", 1);
+  CommandResult wrong = run("devices");
+  ::unsetenv("SHARDLM_CPU_KERNELS");
+  EXPECT_TRUE(contains(listed.out, "matmul kernels portable (of portable")) << listed.out;
+  EXPECT_EQ(portable.out, best.out) << portable.err;
+  EXPECT_EQ(wrong.exit_code, 1);
+  EXPECT_EQ(wrong.out, "");
+  EXPECT_TRUE(contains(wrong.err, "SHARDLM_CPU_KERNELS=avx3 names no matmul kernel table")) << wrong.err;
 }
 
 }  // namespace
