@@ -1,13 +1,15 @@
-// The AMX table: prefill over bf16 weights on the matrix tile units (Intel AMX-BF16,
+// The AMX table: prefill over 16-bit weights on the matrix tile units (Intel AMX-BF16,
 // Sapphire Rapids and later): one TDPBF16PS multiplies a 16x32 bf16 tile by a 32x16 one
 // into 16x16 f32 sums, 16 times the FLOPs a cycle of AVX-512 FMAs. Everything else
-// (decode's gemv, other weight dtypes, a row length that is not a multiple of 32) runs
+// (decode's gemv, f32 and int8 weights, a row length that is not a multiple of 32) runs
 // the AVX-512 table's kernels.
 //
 // As llama.cpp does for bf16 weights (and transformers for a bf16 model), the
 // activations are rounded to bf16 (nearest even) once per op; the products and their
 // sums stay f32. That is 2^-9 relative per activation: tests/backends states the
-// tolerance.
+// tolerance. The weights stay exact: an f16 weight (11 significant bits) is the sum of
+// two bf16 values, its bf16 rounding and what that left, each packed as its own tiles
+// and multiplied in turn (twice the tile work of bf16, still 8x AVX-512's FLOPs).
 //
 // Layouts: pack_input writes x [rows, in] as bf16 rows (zero rows up to its 48-row
 // unit), so 16 rows x 32 k load as an A tile straight from it. Each task packs its
@@ -33,7 +35,12 @@ constexpr int64_t tile_rows = 16, tile_k = 32;  // an A tile: 16 rows x 32 bf16 
 constexpr int64_t column_block = 128;           // weight columns packed per step: 8 B tiles
 constexpr int64_t unit_rows = 48;               // pack_input's unit: 3 A row blocks, 4 AVX-512 tiles
 
-bool runs_on_tiles(DType weight_dtype, int64_t in) { return weight_dtype == DType::bf16 && in % tile_k == 0; }
+bool runs_on_tiles(DType weight_dtype, int64_t in) {
+  return (weight_dtype == DType::bf16 || weight_dtype == DType::f16) && in % tile_k == 0;
+}
+
+// bf16 tiles a weight dtype splits into: bf16 1, f16 2 (its bf16 rounding, then the rest).
+constexpr int64_t weight_terms(DType weight_dtype) { return weight_dtype == DType::f16 ? 2 : 1; }
 
 const MatmulKernels& fallback() { return *avx512_matmul_kernels(); }
 
@@ -82,20 +89,51 @@ void transpose16(__m512i rows[16]) {
   }
 }
 
-// B tiles of weight columns [n0, n0 + columns), zero past `columns`:
-// packed[tile][k block][k pair][column][2] (512 bf16 a tile).
+// Stores the 16 rows' 32-element runs rows[0..16) as a B tile at `tile`: transposed as
+// 32-bit pairs, [k pair][column][2].
+void store_b_tile(__m512i rows[16], uint16_t* tile) {
+  transpose16(rows);  // rows[p]: pair p of the sixteen columns
+  for (int p = 0; p < 16; ++p) _mm512_storeu_si512(tile + p * 32, rows[p]);
+}
+
+// v rounded to bf16 (nearest even), as f32; v is finite (an f16's value).
+inline __m512 round_to_bf16(__m512 v) {
+  const __m512i bits = _mm512_castps_si512(v);
+  const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
+  const __m512i rounded = _mm512_add_epi32(bits, _mm512_add_epi32(_mm512_set1_epi32(0x7FFF), odd));
+  return _mm512_castsi512_ps(_mm512_and_si512(rounded, _mm512_set1_epi32(static_cast<int>(0xFFFF0000u))));
+}
+
+// 32 f16 weights from `run` as two bf16 terms: *high their bf16 rounding, *low the rest
+// (exact: an f16 has 11 significant bits, each term holds 8).
+void split_f16(const uint16_t* run, __m512i* high, __m512i* low) {
+  const __m512 first = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(run)));
+  const __m512 second = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(run + 16)));
+  *high = (__m512i)_mm512_cvtne2ps_pbh(second, first);
+  *low = (__m512i)_mm512_cvtne2ps_pbh(_mm512_sub_ps(second, round_to_bf16(second)),
+                                      _mm512_sub_ps(first, round_to_bf16(first)));
+}
+
+// B tiles of weight columns [n0, n0 + columns), zero past `columns`, for each of the
+// weight's bf16 terms: packed[term][tile][k block][k pair][column][2] (512 bf16 a tile,
+// column_block x in a term).
+template <DType D>
 void pack_weight_tiles(const WeightView& w, int64_t n0, int64_t columns, uint16_t* packed) {
   const int64_t in = w.in, k_blocks = in / tile_k;
   const auto* weight = static_cast<const uint16_t*>(w.data);
   for (int64_t j = 0; j * 16 < columns; ++j)
     for (int64_t kb = 0; kb < k_blocks; ++kb) {
-      __m512i rows[16];
-      for (int64_t i = 0; i < 16; ++i)
-        rows[i] = j * 16 + i < columns ? _mm512_loadu_si512(weight + (n0 + j * 16 + i) * in + kb * tile_k)
-                                       : _mm512_setzero_si512();
-      transpose16(rows);  // rows[p]: pair p of the sixteen columns
-      uint16_t* tile = packed + (j * k_blocks + kb) * 512;
-      for (int p = 0; p < 16; ++p) _mm512_storeu_si512(tile + p * 32, rows[p]);
+      __m512i high[16], low[16];
+      for (int64_t i = 0; i < 16; ++i) {
+        high[i] = low[i] = _mm512_setzero_si512();
+        if (j * 16 + i >= columns) continue;
+        const uint16_t* run = weight + (n0 + j * 16 + i) * in + kb * tile_k;
+        if constexpr (D == DType::f16) split_f16(run, &high[i], &low[i]);
+        else high[i] = _mm512_loadu_si512(run);
+      }
+      const int64_t offset = (j * k_blocks + kb) * 512;
+      store_b_tile(high, packed + offset);
+      if constexpr (D == DType::f16) store_b_tile(low, packed + column_block * in + offset);
     }
 }
 
@@ -139,19 +177,22 @@ void store_tile(float* out, int64_t stride, int64_t row0, int64_t column0, int64
     std::memcpy(corner + r * stride, tile + r * 16, static_cast<size_t>(std::min<int64_t>(16, valid_columns)) * 4);
 }
 
+template <DType D>
 void gemm_on_tiles(const float* packed_x, int64_t rows, const WeightView& w, int64_t o_begin, int64_t o_end,
                    float* out, int64_t stride) {
+  constexpr int64_t terms = weight_terms(D);
   const auto* x = reinterpret_cast<const uint16_t*>(packed_x);  // [rows rounded up to 48, in] bf16
   const int64_t in = w.in, k_blocks = in / tile_k, row_blocks = (rows + tile_rows - 1) / tile_rows;
   const int64_t x_stride = in * static_cast<int64_t>(sizeof(uint16_t));
-  // This thread's B tiles, [8 tiles][in / 32][512] bf16; grows to the longest row, then stays.
+  // This thread's B tiles, [terms][8 tiles][in / 32][512] bf16; grows to the longest rows, then stays.
   thread_local std::vector<uint16_t> weight_tiles;
-  if (weight_tiles.size() < static_cast<size_t>(column_block * in)) weight_tiles.resize(static_cast<size_t>(column_block * in));
+  const auto tile_elements = static_cast<size_t>(terms * column_block * in);
+  if (weight_tiles.size() < tile_elements) weight_tiles.resize(tile_elements);
   uint16_t* packed_weight = weight_tiles.data();
   configure_tiles();
   for (int64_t n0 = o_begin; n0 < o_end; n0 += column_block) {
     const int64_t columns = std::min(column_block, o_end - n0), column_tiles = (columns + 15) / 16;
-    pack_weight_tiles(w, n0, columns, packed_weight);
+    pack_weight_tiles<D>(w, n0, columns, packed_weight);
     for (int64_t rb = 0; rb < row_blocks; rb += 2) {
       const bool two_row_blocks = rb + 1 < row_blocks;
       const uint16_t* x0 = x + rb * tile_rows * in;
@@ -166,16 +207,17 @@ void gemm_on_tiles(const float* packed_x, int64_t rows, const WeightView& w, int
         _tile_zero(3);
         for (int64_t kb = 0; kb < k_blocks; ++kb) {
           _tile_loadd(4, x0 + kb * tile_k, x_stride);
-          _tile_loadd(6, b0 + kb * 512, 64);
-          _tile_dpbf16ps(0, 4, 6);
-          if (two_column_tiles) {
-            _tile_loadd(7, b1 + kb * 512, 64);
-            _tile_dpbf16ps(1, 4, 7);
-          }
-          if (two_row_blocks) {
-            _tile_loadd(5, x1 + kb * tile_k, x_stride);
-            _tile_dpbf16ps(2, 5, 6);
-            if (two_column_tiles) _tile_dpbf16ps(3, 5, 7);
+          if (two_row_blocks) _tile_loadd(5, x1 + kb * tile_k, x_stride);
+          for (int64_t term = 0; term < terms; ++term) {
+            const int64_t at = term * column_block * in + kb * 512;
+            _tile_loadd(6, b0 + at, 64);
+            _tile_dpbf16ps(0, 4, 6);
+            if (two_row_blocks) _tile_dpbf16ps(2, 5, 6);
+            if (two_column_tiles) {
+              _tile_loadd(7, b1 + at, 64);
+              _tile_dpbf16ps(1, 4, 7);
+              if (two_row_blocks) _tile_dpbf16ps(3, 5, 7);
+            }
           }
         }
         const int64_t row0 = rb * tile_rows, column0 = n0 + j * 16;
@@ -200,8 +242,9 @@ void gemm_on_tiles(const float* packed_x, int64_t rows, const WeightView& w, int
 
 void gemm(const float* x, int64_t rows, const WeightView& w, int64_t o_begin, int64_t o_end, float* out,
           int64_t stride) {
-  if (runs_on_tiles(w.dtype, w.in)) gemm_on_tiles(x, rows, w, o_begin, o_end, out, stride);
-  else fallback().gemm(x, rows, w, o_begin, o_end, out, stride);
+  if (!runs_on_tiles(w.dtype, w.in)) fallback().gemm(x, rows, w, o_begin, o_end, out, stride);
+  else if (w.dtype == DType::f16) gemm_on_tiles<DType::f16>(x, rows, w, o_begin, o_end, out, stride);
+  else gemm_on_tiles<DType::bf16>(x, rows, w, o_begin, o_end, out, stride);
 }
 
 // AMX-TILE, AMX-BF16 and AVX512-BF16 from CPUID (clang's __builtin_cpu_supports knows
