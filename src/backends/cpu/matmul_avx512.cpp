@@ -26,8 +26,21 @@ namespace {
 using avx2::block;
 using avx2::element_bytes;
 using avx2::load1;
-using avx2::prefetch_ahead;
 using avx2::row_pointer;
+
+// Where the gemv's prefetches land (avx2::gemv_prefetch_bytes ahead of its reads): L2 on
+// AMD, as matmul_avx2.cpp's note says Zen 4 wants; L1 on Intel, where on Sapphire Rapids
+// (bench/weight_stream, kernels over bare reads of the same bytes, three alternating
+// pairs of builds) T0 read bf16 at 0.95 - 0.99 against T1's 0.84 - 0.89, int8 at 0.87 -
+// 0.88 against 0.73 - 0.87.
+enum class PrefetchInto { l1, l2 };
+
+template <PrefetchInto Into>
+inline void prefetch_ahead(const void* row, int64_t byte_offset) {
+  const char* line = static_cast<const char*>(row) + byte_offset + avx2::gemv_prefetch_bytes;
+  if constexpr (Into == PrefetchInto::l1) _mm_prefetch(line, _MM_HINT_T0);
+  else _mm_prefetch(line, _MM_HINT_T1);
+}
 
 // Mask of the first `count` (<= 16) lanes.
 inline __mmask16 first_lanes(int64_t count) { return static_cast<__mmask16>((1u << count) - 1u); }
@@ -48,7 +61,7 @@ inline __m512 load16(const void* row, int64_t k, __mmask16 mask = 0xFFFF) {
 // out[r, o + s * part] for R input rows and S output rows `part` apart, read side by
 // side as S forward streams (matmul_avx2.cpp's gemv_tile: the same reasons, the same
 // prefetch); two accumulator chains per (row, stream) at one input row.
-template <DType D, int R, int S>
+template <DType D, int R, int S, PrefetchInto Into>
 void gemv_tile(const float* x, const WeightView& w, int64_t o, int64_t part, float* out, int64_t out_stride) {
   constexpr int chains = R == 1 ? 2 : 1;
   const int64_t in = w.in;
@@ -69,7 +82,7 @@ void gemv_tile(const float* x, const WeightView& w, int64_t o, int64_t part, flo
     for (; k + 32 <= in; k += 32)
       SHARDLM_UNROLL
       for (int s = 0; s < S; ++s) {
-        prefetch_ahead(rows[s], k * 2);
+        prefetch_ahead<Into>(rows[s], k * 2);
         const __m512i pairs = _mm512_loadu_si512(static_cast<const uint16_t*>(rows[s]) + k);
         const __m512 even = _mm512_castsi512_ps(_mm512_slli_epi32(pairs, 16));
         const __m512 odd = _mm512_castsi512_ps(_mm512_and_si512(pairs, odd_mask));
@@ -86,7 +99,7 @@ void gemv_tile(const float* x, const WeightView& w, int64_t o, int64_t part, flo
       SHARDLM_UNROLL
       for (int s = 0; s < S; ++s) {
         const int64_t at = k + 16 * c;
-        if (at * element_bytes<D> % 64 == 0) prefetch_ahead(rows[s], at * element_bytes<D>);
+        if (at * element_bytes<D> % 64 == 0) prefetch_ahead<Into>(rows[s], at * element_bytes<D>);
         const __m512 weights = load16<D>(rows[s], at);
         SHARDLM_UNROLL
         for (int r = 0; r < R; ++r)
@@ -138,7 +151,7 @@ const MatmulKernels& int8_input_packer() { return *avx2_matmul_kernels(); }
 // gemv_tile: per block, 32 int8 x int16 products summed pairwise in int32 by one
 // vpmaddwd, converted and scaled once by weight scale x input scale. Scales are
 // combined sixteen blocks at a time as vectors.
-template <int R, int S>
+template <int R, int S, PrefetchInto Into>
 void gemv_int8_tile(const float* packed_x, const WeightView& w, int64_t o, int64_t part, float* out,
                     int64_t out_stride) {
   const int64_t in = w.in, blocks = in / block;
@@ -178,7 +191,7 @@ void gemv_int8_tile(const float* packed_x, const WeightView& w, int64_t o, int64
       if (b % 2 == 0)  // one line of each stream per two blocks
         SHARDLM_UNROLL
         for (int s = 0; s < S; ++s)
-          prefetch_ahead(rows[s], k);
+          prefetch_ahead<Into>(rows[s], k);
       SHARDLM_UNROLL
       for (int s = 0; s < S; ++s) {
         const __m512i weights = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[s] + k)));
@@ -198,14 +211,14 @@ void gemv_int8_tile(const float* packed_x, const WeightView& w, int64_t o, int64
 
 // Output rows [o_begin, o_end) as S parts read side by side, then the rows left over
 // one at a time; the AVX2 table's stream counts.
-template <DType D, int R>
+template <DType D, int R, PrefetchInto Into>
 void gemv_rows(const float* x, const WeightView& w, int64_t o_begin, int64_t o_end, float* out, int64_t stride) {
   constexpr int S = D == DType::i8     ? (R <= 2 ? 3 : 2)
                     : D == DType::bf16 ? (R <= 2 ? 4 : 3)
                                        : (R == 1 ? 6 : R == 2 ? 4 : 3);
   const auto tile = [&]<int Streams>(int64_t o, int64_t part) {
-    if constexpr (D == DType::i8) gemv_int8_tile<R, Streams>(x, w, o, part, out, stride);
-    else gemv_tile<D, R, Streams>(x, w, o, part, out, stride);
+    if constexpr (D == DType::i8) gemv_int8_tile<R, Streams, Into>(x, w, o, part, out, stride);
+    else gemv_tile<D, R, Streams, Into>(x, w, o, part, out, stride);
   };
   const int64_t part = (o_end - o_begin) / S;
   for (int64_t o = o_begin; o < o_begin + part; ++o) tile.template operator()<S>(o, part);
@@ -222,7 +235,7 @@ void pack_gemv_input(const float* x, int64_t rows, int64_t in, DType weight_dtyp
   else if (weight_dtype == DType::bf16) pack_bf16_gemv_input(x, rows, in, packed);
 }
 
-template <DType D>
+template <DType D, PrefetchInto Into>
 void gemv_typed(const float* x, int64_t rows, const WeightView& w, int64_t o_begin, int64_t o_end, float* out,
                 int64_t stride) {
   // Rows of x: f32 [in] (for bf16 weights, permuted), or the int8 packer's rows.
@@ -231,15 +244,15 @@ void gemv_typed(const float* x, int64_t rows, const WeightView& w, int64_t o_beg
     const float* xr = x + r * row_floats;
     float* outr = out + r * stride;
     switch (std::min(rows - r, gemv_max_rows)) {
-      case 1: gemv_rows<D, 1>(xr, w, o_begin, o_end, outr, stride); break;
-      case 2: gemv_rows<D, 2>(xr, w, o_begin, o_end, outr, stride); break;
-      case 3: gemv_rows<D, 3>(xr, w, o_begin, o_end, outr, stride); break;
-      default: gemv_rows<D, 4>(xr, w, o_begin, o_end, outr, stride); break;
+      case 1: gemv_rows<D, 1, Into>(xr, w, o_begin, o_end, outr, stride); break;
+      case 2: gemv_rows<D, 2, Into>(xr, w, o_begin, o_end, outr, stride); break;
+      case 3: gemv_rows<D, 3, Into>(xr, w, o_begin, o_end, outr, stride); break;
+      default: gemv_rows<D, 4, Into>(xr, w, o_begin, o_end, outr, stride); break;
     }
   }
 }
 
-constexpr int64_t micro_rows = 12, panel_width = 32, k_block = 128, column_block = 128;
+constexpr int64_t micro_rows = 12, panel_width = 32, k_block = 256, column_block = 128;
 
 // Tile t of x, rows [12t, 12t + 12) (past the end: zero), as k-major [k][12] floats, one
 // 256-k block at a time: block k0 of every tile lies together ([k block][tile][k][12]),
@@ -358,7 +371,11 @@ void gemm_typed(const float* packed_x, int64_t rows, const WeightView& w, int64_
 
 void gemv(const float* x, int64_t rows, const WeightView& w, int64_t o_begin, int64_t o_end, float* out,
           int64_t stride) {
-  avx2::with_dtype(w.dtype, [&](auto dtype) { gemv_typed<dtype.value>(x, rows, w, o_begin, o_end, out, stride); });
+  static const bool intel = __builtin_cpu_is("intel");
+  avx2::with_dtype(w.dtype, [&](auto dtype) {
+    if (intel) gemv_typed<dtype.value, PrefetchInto::l1>(x, rows, w, o_begin, o_end, out, stride);
+    else gemv_typed<dtype.value, PrefetchInto::l2>(x, rows, w, o_begin, o_end, out, stride);
+  });
 }
 
 void gemm(const float* x, int64_t rows, const WeightView& w, int64_t o_begin, int64_t o_end, float* out,
