@@ -147,15 +147,14 @@ void pack_bf16_gemv_input(const float* x, int64_t rows, int64_t in, float* packe
 // The AVX2 table's int8 activations: `in` int16 values, then one f32 scale per block.
 const MatmulKernels& int8_input_packer() { return *avx2_matmul_kernels(); }
 
-// int8 weights against the int16 activations, output rows o + s * part as in
-// gemv_tile: per block, 32 int8 x int16 products summed pairwise in int32 by one
+// int8 weights against the int16 activations (rows of `row_floats` floats), output rows
+// o + s * part as in gemv_tile: per block, 32 int8 x int16 products summed pairwise in int32 by one
 // vpmaddwd, converted and scaled once by weight scale x input scale. Scales are
 // combined sixteen blocks at a time as vectors.
 template <int R, int S, PrefetchInto Into>
-void gemv_int8_tile(const float* packed_x, const WeightView& w, int64_t o, int64_t part, float* out,
+void gemv_int8_tile(const float* packed_x, int64_t row_floats, const WeightView& w, int64_t o, int64_t part, float* out,
                     int64_t out_stride) {
   const int64_t in = w.in, blocks = in / block;
-  const int64_t row_floats = int8_input_packer().gemv_input_row_floats(DType::i8, in);
   const int8_t* rows[S];
   const uint16_t* weight_scales[S];
   SHARDLM_UNROLL
@@ -216,8 +215,9 @@ void gemv_rows(const float* x, const WeightView& w, int64_t o_begin, int64_t o_e
   constexpr int S = D == DType::i8     ? (R <= 2 ? 3 : 2)
                     : D == DType::bf16 ? (R <= 2 ? 4 : 3)
                                        : (R == 1 ? 6 : R == 2 ? 4 : 3);
+  const int64_t int8_row_floats = D == DType::i8 ? int8_input_packer().gemv_input_row_floats(D, w.in) : 0;
   const auto tile = [&]<int Streams>(int64_t o, int64_t part) {
-    if constexpr (D == DType::i8) gemv_int8_tile<R, Streams, Into>(x, w, o, part, out, stride);
+    if constexpr (D == DType::i8) gemv_int8_tile<R, Streams, Into>(x, int8_row_floats, w, o, part, out, stride);
     else gemv_tile<D, R, Streams, Into>(x, w, o, part, out, stride);
   };
   const int64_t part = (o_end - o_begin) / S;
