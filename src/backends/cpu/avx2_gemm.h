@@ -135,6 +135,43 @@ inline void prefetch_ahead(const void* row, int64_t byte_offset) {
   _mm_prefetch(static_cast<const char*>(row) + byte_offset + gemv_prefetch_bytes, _MM_HINT_T1);
 }
 
+// The streams an int8 gemv tile reads: S weight rows `part` apart from row o with their
+// f16 block scales, and R activation rows of `row_floats` floats in pack_int8_gemv_input's
+// layout (`in` int16 values, then one f32 scale per block).
+template <int R, int S>
+struct Int8TileStreams {
+  const int8_t* rows[S];
+  const uint16_t* weight_scales[S];
+  const int16_t* values[R];
+  const float* input_scales[R];
+
+  Int8TileStreams(const float* packed_x, int64_t row_floats, const WeightView& w, int64_t o, int64_t part) {
+    const int64_t blocks = w.in / block;
+    SHARDLM_UNROLL
+    for (int s = 0; s < S; ++s) {
+      rows[s] = static_cast<const int8_t*>(row_pointer<DType::i8>(w, o + s * part));
+      weight_scales[s] = w.block_scales + (o + s * part) * blocks;
+    }
+    SHARDLM_UNROLL
+    for (int r = 0; r < R; ++r) {
+      values[r] = reinterpret_cast<const int16_t*>(packed_x + r * row_floats);
+      input_scales[r] = packed_x + r * row_floats + w.in / 2;
+    }
+  }
+};
+
+// Calls body(first_row, std::integral_constant<int, R>) for each group of R <= gemv_max_rows
+// input rows of a gemv, so that its kernels are compiled for each row count.
+template <typename Body>
+void for_gemv_row_groups(int64_t rows, Body body) {
+  for (int64_t r = 0; r < rows; r += gemv_max_rows) switch (std::min(rows - r, gemv_max_rows)) {
+      case 1: body(r, std::integral_constant<int, 1>{}); break;
+      case 2: body(r, std::integral_constant<int, 2>{}); break;
+      case 3: body(r, std::integral_constant<int, 3>{}); break;
+      default: body(r, std::integral_constant<int, 4>{}); break;
+    }
+}
+
 constexpr int64_t micro_rows = 6, panel_width = 16, k_block = 256, column_block = 128;
 
 // Elements [k0, k0 + count) of weight row `row`, as f32 with int8 scales applied.

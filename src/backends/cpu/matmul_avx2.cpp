@@ -172,21 +172,9 @@ inline __m256 load_scales8(const float* scales, int64_t count) {
 template <int R, int S>
 void gemv_int8_tile(const float* packed_x, const WeightView& w, int64_t o, int64_t part, float* out,
                     int64_t out_stride) {
-  const int64_t in = w.in, blocks = in / block, row_floats = int8_gemv_row_floats(in);
-  const int8_t* rows[S];
-  const uint16_t* weight_scales[S];
-  SHARDLM_UNROLL
-  for (int s = 0; s < S; ++s) {
-    rows[s] = static_cast<const int8_t*>(row_pointer<DType::i8>(w, o + s * part));
-    weight_scales[s] = w.block_scales + (o + s * part) * blocks;
-  }
-  const int16_t* values[R];
-  const float* input_scales[R];
-  SHARDLM_UNROLL
-  for (int r = 0; r < R; ++r) {
-    values[r] = reinterpret_cast<const int16_t*>(packed_x + r * row_floats);
-    input_scales[r] = packed_x + r * row_floats + in / 2;
-  }
+  const int64_t blocks = w.in / block;
+  const Int8TileStreams<R, S> streams(packed_x, int8_gemv_row_floats(w.in), w, o, part);
+  const auto& [rows, weight_scales, values, input_scales] = streams;
   __m256 acc[R][S];
   SHARDLM_UNROLL
   for (int r = 0; r < R; ++r)
@@ -254,16 +242,9 @@ void gemv_typed(const float* x, int64_t rows, const WeightView& w, int64_t o_beg
                 int64_t stride) {
   // Rows of x: f32 [in] (for bf16 weights, permuted), or pack_int8_gemv_input's rows.
   const int64_t row_floats = D == DType::i8 ? int8_gemv_row_floats(w.in) : w.in;
-  for (int64_t r = 0; r < rows; r += gemv_max_rows) {
-    const float* xr = x + r * row_floats;
-    float* outr = out + r * stride;
-    switch (std::min(rows - r, gemv_max_rows)) {
-      case 1: gemv_rows<D, 1>(xr, w, o_begin, o_end, outr, stride); break;
-      case 2: gemv_rows<D, 2>(xr, w, o_begin, o_end, outr, stride); break;
-      case 3: gemv_rows<D, 3>(xr, w, o_begin, o_end, outr, stride); break;
-      default: gemv_rows<D, 4>(xr, w, o_begin, o_end, outr, stride); break;
-    }
-  }
+  for_gemv_row_groups(rows, [&](int64_t r, auto group) {
+    gemv_rows<D, group.value>(x + r * row_floats, w, o_begin, o_end, out + r * stride, stride);
+  });
 }
 
 // Tile t of x, rows [6t, 6t + 6) (past the end: zero), as k-major [k][6] floats, one

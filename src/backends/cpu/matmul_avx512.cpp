@@ -154,21 +154,9 @@ const MatmulKernels& int8_input_packer() { return *avx2_matmul_kernels(); }
 template <int R, int S, PrefetchInto Into>
 void gemv_int8_tile(const float* packed_x, int64_t row_floats, const WeightView& w, int64_t o, int64_t part, float* out,
                     int64_t out_stride) {
-  const int64_t in = w.in, blocks = in / block;
-  const int8_t* rows[S];
-  const uint16_t* weight_scales[S];
-  SHARDLM_UNROLL
-  for (int s = 0; s < S; ++s) {
-    rows[s] = static_cast<const int8_t*>(row_pointer<DType::i8>(w, o + s * part));
-    weight_scales[s] = w.block_scales + (o + s * part) * blocks;
-  }
-  const int16_t* values[R];
-  const float* input_scales[R];
-  SHARDLM_UNROLL
-  for (int r = 0; r < R; ++r) {
-    values[r] = reinterpret_cast<const int16_t*>(packed_x + r * row_floats);
-    input_scales[r] = packed_x + r * row_floats + in / 2;
-  }
+  const int64_t blocks = w.in / block;
+  const avx2::Int8TileStreams<R, S> streams(packed_x, row_floats, w, o, part);
+  const auto& [rows, weight_scales, values, input_scales] = streams;
   __m512 acc[R][S];
   SHARDLM_UNROLL
   for (int r = 0; r < R; ++r)
@@ -240,16 +228,9 @@ void gemv_typed(const float* x, int64_t rows, const WeightView& w, int64_t o_beg
                 int64_t stride) {
   // Rows of x: f32 [in] (for bf16 weights, permuted), or the int8 packer's rows.
   const int64_t row_floats = D == DType::i8 ? gemv_input_row_floats(D, w.in) : w.in;
-  for (int64_t r = 0; r < rows; r += gemv_max_rows) {
-    const float* xr = x + r * row_floats;
-    float* outr = out + r * stride;
-    switch (std::min(rows - r, gemv_max_rows)) {
-      case 1: gemv_rows<D, 1, Into>(xr, w, o_begin, o_end, outr, stride); break;
-      case 2: gemv_rows<D, 2, Into>(xr, w, o_begin, o_end, outr, stride); break;
-      case 3: gemv_rows<D, 3, Into>(xr, w, o_begin, o_end, outr, stride); break;
-      default: gemv_rows<D, 4, Into>(xr, w, o_begin, o_end, outr, stride); break;
-    }
-  }
+  avx2::for_gemv_row_groups(rows, [&](int64_t r, auto group) {
+    gemv_rows<D, group.value, Into>(x + r * row_floats, w, o_begin, o_end, out + r * stride, stride);
+  });
 }
 
 constexpr int64_t micro_rows = 12, panel_width = 32, k_block = 256, column_block = 128;
