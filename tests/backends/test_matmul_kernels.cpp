@@ -7,8 +7,8 @@
 // 128-column blocks and not a multiple of 16. Tolerance: 2e-5 of the largest output
 // (f32 sums in another order); 1e-4 for gemv over int8 weights, whose AVX2 and AVX-512
 // kernels round the activations to int16 per 32-element block (2^-16 of the block's
-// largest value); 1e-2 for the AMX table's gemm over bf16 and f16 weights, which rounds
-// them to bf16 (2^-9 relative each; measured up to 2.4e-3).
+// largest value); 1e-2 for the AMX table's gemm over bf16, f16 and int8 weights, which
+// rounds them to bf16 (2^-9 relative each; measured up to 2.4e-3).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -92,13 +92,14 @@ TEST(MatmulKernels, EveryTableMatchesTheReference) {
 }
 
 // With activations that are bf16 values already, the AMX table's rounding is exact, so
-// only the sums' order is left: its tiles, transposes and the f16 weights' two bf16 terms
-// must then give the reference to the f32 tolerance.
+// only the sums' order is left: its tiles, transposes and the two bf16 terms of an f16
+// weight (exact) or an int8 weight times its scale (within 2^-17) must then give the
+// reference to the f32 tolerance.
 TEST(MatmulKernels, AmxTilesAreExactForBf16Activations) {
   const MatmulKernels* amx = amx_matmul_kernels();
   if (amx == nullptr) GTEST_SKIP() << "this CPU (or OS) does not run AMX-BF16";
   std::mt19937 random(11);
-  for (DType dtype : {DType::bf16, DType::f16}) {
+  for (DType dtype : {DType::bf16, DType::f16, DType::i8}) {
     const int64_t rows = 37, in = 160, out_features = 150;
     Tensor x = random_tensor({rows, in}, DType::f32, random).to_dtype(DType::bf16).to_dtype(DType::f32);
     Tensor weight = random_weight(dtype, out_features, in, random);

@@ -1,15 +1,17 @@
-// The AMX table: prefill over 16-bit weights on the matrix tile units (Intel AMX-BF16,
-// Sapphire Rapids and later): one TDPBF16PS multiplies a 16x32 bf16 tile by a 32x16 one
-// into 16x16 f32 sums, 16 times the FLOPs a cycle of AVX-512 FMAs. Everything else
-// (decode's gemv, f32 and int8 weights, a row length that is not a multiple of 32) runs
-// the AVX-512 table's kernels.
+// The AMX table: prefill over bf16, f16 and int8 weights on the matrix tile units (Intel
+// AMX-BF16, Sapphire Rapids and later): one TDPBF16PS multiplies a 16x32 bf16 tile by a
+// 32x16 one into 16x16 f32 sums, 16 times the FLOPs a cycle of AVX-512 FMAs. Everything
+// else (decode's gemv, f32 weights, a row length that is not a multiple of 32) runs the
+// AVX-512 table's kernels.
 //
 // As llama.cpp does for bf16 weights (and transformers for a bf16 model), the
 // activations are rounded to bf16 (nearest even) once per op; the products and their
 // sums stay f32. That is 2^-9 relative per activation: tests/backends states the
 // tolerance. The weights stay exact: an f16 weight (11 significant bits) is the sum of
 // two bf16 values, its bf16 rounding and what that left, each packed as its own tiles
-// and multiplied in turn (twice the tile work of bf16, still 8x AVX-512's FLOPs).
+// and multiplied in turn (twice the tile work of bf16, still 8x AVX-512's FLOPs). An
+// int8 weight times its block's f16 scale (18 significant bits, exact in f32) is split
+// the same way, to within 2^-17 of itself: far inside the int8 rounding's 2^-8.
 //
 // Layouts: pack_input writes x [rows, in] as bf16 rows (zero rows up to its 48-row
 // unit), so 16 rows x 32 k load as an A tile straight from it. Each task packs its
@@ -23,6 +25,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <vector>
 
@@ -36,11 +39,12 @@ constexpr int64_t column_block = 128;           // weight columns packed per ste
 constexpr int64_t unit_rows = 48;               // pack_input's unit: 3 A row blocks, 4 AVX-512 tiles
 
 bool runs_on_tiles(DType weight_dtype, int64_t in) {
-  return (weight_dtype == DType::bf16 || weight_dtype == DType::f16) && in % tile_k == 0;
+  return (weight_dtype == DType::bf16 || weight_dtype == DType::f16 || weight_dtype == DType::i8) && in % tile_k == 0;
 }
 
-// bf16 tiles a weight dtype splits into: bf16 1, f16 2 (its bf16 rounding, then the rest).
-constexpr int64_t weight_terms(DType weight_dtype) { return weight_dtype == DType::f16 ? 2 : 1; }
+// bf16 tiles a weight dtype splits into: bf16 1, f16 and int8 2 (the bf16 rounding, then
+// the rest).
+constexpr int64_t weight_terms(DType weight_dtype) { return weight_dtype == DType::bf16 ? 1 : 2; }
 
 const MatmulKernels& fallback() { return *avx512_matmul_kernels(); }
 
@@ -96,7 +100,7 @@ void store_b_tile(__m512i rows[16], uint16_t* tile) {
   for (int p = 0; p < 16; ++p) _mm512_storeu_si512(tile + p * 32, rows[p]);
 }
 
-// v rounded to bf16 (nearest even), as f32; v is finite (an f16's value).
+// v rounded to bf16 (nearest even), as f32; v is finite (a weight's value).
 inline __m512 round_to_bf16(__m512 v) {
   const __m512i bits = _mm512_castps_si512(v);
   const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
@@ -104,14 +108,29 @@ inline __m512 round_to_bf16(__m512 v) {
   return _mm512_castsi512_ps(_mm512_and_si512(rounded, _mm512_set1_epi32(static_cast<int>(0xFFFF0000u))));
 }
 
-// 32 f16 weights from `run` as two bf16 terms: *high their bf16 rounding, *low the rest
-// (exact: an f16 has 11 significant bits, each term holds 8).
-void split_f16(const uint16_t* run, __m512i* high, __m512i* low) {
-  const __m512 first = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(run)));
-  const __m512 second = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(run + 16)));
+// 32 weights (first: elements 0..15, second: 16..31) as two bf16 terms: *high their bf16
+// rounding, *low the rest, rounded to bf16 in turn.
+void split_to_bf16(__m512 first, __m512 second, __m512i* high, __m512i* low) {
   *high = (__m512i)_mm512_cvtne2ps_pbh(second, first);
   *low = (__m512i)_mm512_cvtne2ps_pbh(_mm512_sub_ps(second, round_to_bf16(second)),
                                       _mm512_sub_ps(first, round_to_bf16(first)));
+}
+
+// The 32 weights of a row's k block kb from `run` as two bf16 terms: f16 exactly, int8
+// times the block's scale to within 2^-17.
+template <DType D>
+void split_run(const WeightView& w, int64_t row, int64_t kb, const void* run, __m512i* high, __m512i* low) {
+  if constexpr (D == DType::f16) {
+    const auto* halves = static_cast<const __m256i*>(run);
+    split_to_bf16(_mm512_cvtph_ps(_mm256_loadu_si256(halves)), _mm512_cvtph_ps(_mm256_loadu_si256(halves + 1)), high,
+                  low);
+  } else {
+    const auto* quarters = static_cast<const __m128i*>(run);
+    const __m512 scale = _mm512_set1_ps(_cvtsh_ss(w.block_scales[row * (w.in / tile_k) + kb]));
+    split_to_bf16(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(quarters))), scale),
+                  _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(quarters + 1))), scale), high,
+                  low);
+  }
 }
 
 // B tiles of weight columns [n0, n0 + columns), zero past `columns`, for each of the
@@ -120,20 +139,21 @@ void split_f16(const uint16_t* run, __m512i* high, __m512i* low) {
 template <DType D>
 void pack_weight_tiles(const WeightView& w, int64_t n0, int64_t columns, uint16_t* packed) {
   const int64_t in = w.in, k_blocks = in / tile_k;
-  const auto* weight = static_cast<const uint16_t*>(w.data);
+  const int64_t element_bytes = D == DType::i8 ? 1 : 2;
   for (int64_t j = 0; j * 16 < columns; ++j)
     for (int64_t kb = 0; kb < k_blocks; ++kb) {
       __m512i high[16], low[16];
       for (int64_t i = 0; i < 16; ++i) {
         high[i] = low[i] = _mm512_setzero_si512();
         if (j * 16 + i >= columns) continue;
-        const uint16_t* run = weight + (n0 + j * 16 + i) * in + kb * tile_k;
-        if constexpr (D == DType::f16) split_f16(run, &high[i], &low[i]);
-        else high[i] = _mm512_loadu_si512(run);
+        const int64_t row = n0 + j * 16 + i;
+        const void* run = static_cast<const std::byte*>(w.data) + (row * in + kb * tile_k) * element_bytes;
+        if constexpr (D == DType::bf16) high[i] = _mm512_loadu_si512(run);
+        else split_run<D>(w, row, kb, run, &high[i], &low[i]);
       }
       const int64_t offset = (j * k_blocks + kb) * 512;
       store_b_tile(high, packed + offset);
-      if constexpr (D == DType::f16) store_b_tile(low, packed + column_block * in + offset);
+      if constexpr (D != DType::bf16) store_b_tile(low, packed + column_block * in + offset);
     }
 }
 
@@ -244,6 +264,7 @@ void gemm(const float* x, int64_t rows, const WeightView& w, int64_t o_begin, in
           int64_t stride) {
   if (!runs_on_tiles(w.dtype, w.in)) fallback().gemm(x, rows, w, o_begin, o_end, out, stride);
   else if (w.dtype == DType::f16) gemm_on_tiles<DType::f16>(x, rows, w, o_begin, o_end, out, stride);
+  else if (w.dtype == DType::i8) gemm_on_tiles<DType::i8>(x, rows, w, o_begin, o_end, out, stride);
   else gemm_on_tiles<DType::bf16>(x, rows, w, o_begin, o_end, out, stride);
 }
 

@@ -87,7 +87,7 @@ inline const float* gemm_input(const MatmulKernels& kernels, DType weight_dtype,
 constexpr int64_t gemv_max_rows = 4;
 
 // The portable table, the AVX2+FMA+F16C one, the AVX-512 (F, BW, VL, DQ) one and the AMX
-// one (16-bit weights' prefill on the tile units, the rest AVX-512's), the last three where this
+// one (prefill of bf16, f16 and int8 weights on the tile units, the rest AVX-512's), the last three where this
 // CPU and the OS run them, else null.
 const MatmulKernels& portable_matmul_kernels();
 const MatmulKernels* avx2_matmul_kernels();
@@ -95,8 +95,8 @@ const MatmulKernels* avx512_matmul_kernels();
 const MatmulKernels* amx_matmul_kernels();
 bool cpu_has_avx512();
 // Whether `kernels`' gemm rounds the activations to bf16 for weights of `weight_dtype`
-// and row length `in` (the AMX table's tile units do, for bf16 and f16 weights whose rows
-// are whole 32-element tiles): 2^-9 relative per activation, as a bf16 model runs in
+// and row length `in` (the AMX table's tile units do, for bf16, f16 and int8 weights whose
+// rows are whole 32-element tiles): 2^-9 relative per activation, as a bf16 model runs in
 // transformers or llama.cpp. Every other kernel keeps them f32.
 bool gemm_rounds_input_to_bf16(const MatmulKernels& kernels, DType weight_dtype, int64_t in);
 // Every table this CPU can run, best last.
