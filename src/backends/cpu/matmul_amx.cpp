@@ -37,6 +37,7 @@ namespace {
 constexpr int64_t tile_rows = 16, tile_k = 32;  // an A tile: 16 rows x 32 bf16 (64 bytes a row)
 constexpr int64_t column_block = 128;           // weight columns packed per step: 8 B tiles
 constexpr int64_t unit_rows = 48;               // pack_input's unit: 3 A row blocks, 4 AVX-512 tiles
+static_assert(Tensor::quant_block == tile_k, "an int8 weight's k block must be one quantization block");
 
 bool runs_on_tiles(DType weight_dtype, int64_t in) {
   return (weight_dtype == DType::bf16 || weight_dtype == DType::f16 || weight_dtype == DType::i8) && in % tile_k == 0;
