@@ -101,20 +101,16 @@ void store_b_tile(__m512i rows[16], uint16_t* tile) {
   for (int p = 0; p < 16; ++p) _mm512_storeu_si512(tile + p * 32, rows[p]);
 }
 
-// v rounded to bf16 (nearest even), as f32; v is finite (a weight's value).
-inline __m512 round_to_bf16(__m512 v) {
-  const __m512i bits = _mm512_castps_si512(v);
-  const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
-  const __m512i rounded = _mm512_add_epi32(bits, _mm512_add_epi32(_mm512_set1_epi32(0x7FFF), odd));
-  return _mm512_castsi512_ps(_mm512_and_si512(rounded, _mm512_set1_epi32(static_cast<int>(0xFFFF0000u))));
-}
+// Sixteen bf16 values as f32.
+inline __m512 widen_bf16(__m256i bits) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16)); }
 
 // 32 weights (first: elements 0..15, second: 16..31) as two bf16 terms: *high their bf16
 // rounding, *low the rest, rounded to bf16 in turn.
 void split_to_bf16(__m512 first, __m512 second, __m512i* high, __m512i* low) {
   *high = (__m512i)_mm512_cvtne2ps_pbh(second, first);
-  *low = (__m512i)_mm512_cvtne2ps_pbh(_mm512_sub_ps(second, round_to_bf16(second)),
-                                      _mm512_sub_ps(first, round_to_bf16(first)));
+  const __m512 first_high = widen_bf16(_mm512_castsi512_si256(*high));
+  const __m512 second_high = widen_bf16(_mm512_extracti64x4_epi64(*high, 1));
+  *low = (__m512i)_mm512_cvtne2ps_pbh(_mm512_sub_ps(second, second_high), _mm512_sub_ps(first, first_high));
 }
 
 // The 32 weights of a row's k block kb from `run` as two bf16 terms: f16 exactly, int8

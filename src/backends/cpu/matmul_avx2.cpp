@@ -170,10 +170,10 @@ inline __m256 load_scales8(const float* scales, int64_t count) {
 // once by weight scale x input scale. Scales are loaded eight blocks at a time and
 // multiplied together as vectors.
 template <int R, int S>
-void gemv_int8_tile(const float* packed_x, const WeightView& w, int64_t o, int64_t part, float* out,
-                    int64_t out_stride) {
+void gemv_int8_tile(const float* packed_x, int64_t row_floats, const WeightView& w, int64_t o, int64_t part,
+                    float* out, int64_t out_stride) {
   const int64_t blocks = w.in / block;
-  const Int8TileStreams<R, S> streams(packed_x, int8_gemv_row_floats(w.in), w, o, part);
+  const Int8TileStreams<R, S> streams(packed_x, row_floats, w, o, part);
   const auto& [rows, weight_scales, values, input_scales] = streams;
   __m256 acc[R][S];
   SHARDLM_UNROLL
@@ -217,33 +217,19 @@ void gemv_int8_tile(const float* packed_x, const WeightView& w, int64_t o, int64
     for (int s = 0; s < S; ++s) out[r * out_stride + o + s * part] = horizontal_sum(acc[r][s]);
 }
 
-// Output rows [o_begin, o_end) as S parts read side by side (gemv_tile), then the
-// rows left over one at a time. About six streams a core read fastest here (sixteen
-// read ~15% less) for f32 and f16; the bf16 loop, with fewer instructions per byte, read
-// ~3% faster at two threads with four than with six (two: ~10% slower); int8 rows come
-// with a stream of scales each, so three parts. Fewer parts at more input rows, as
-// each needs R accumulators.
-template <DType D, int R>
-void gemv_rows(const float* x, const WeightView& w, int64_t o_begin, int64_t o_end, float* out, int64_t stride) {
-  constexpr int S = D == DType::i8     ? (R <= 2 ? 3 : 2)
-                    : D == DType::bf16 ? (R <= 2 ? 4 : 3)
-                                       : (R == 1 ? 6 : R == 2 ? 4 : 3);
-  const auto tile = [&]<int Streams>(int64_t o, int64_t part) {
-    if constexpr (D == DType::i8) gemv_int8_tile<R, Streams>(x, w, o, part, out, stride);
-    else gemv_tile<D, R, Streams>(x, w, o, part, out, stride);
-  };
-  const int64_t part = (o_end - o_begin) / S;
-  for (int64_t o = o_begin; o < o_begin + part; ++o) tile.template operator()<S>(o, part);
-  for (int64_t o = o_begin + S * part; o < o_end; ++o) tile.template operator()<1>(o, 0);
-}
-
 template <DType D>
 void gemv_typed(const float* x, int64_t rows, const WeightView& w, int64_t o_begin, int64_t o_end, float* out,
                 int64_t stride) {
   // Rows of x: f32 [in] (for bf16 weights, permuted), or pack_int8_gemv_input's rows.
   const int64_t row_floats = D == DType::i8 ? int8_gemv_row_floats(w.in) : w.in;
   for_gemv_row_groups(rows, [&](int64_t r, auto group) {
-    gemv_rows<D, group.value>(x + r * row_floats, w, o_begin, o_end, out + r * stride, stride);
+    constexpr int R = decltype(group)::value;
+    const float* xr = x + r * row_floats;
+    float* outr = out + r * stride;
+    for_gemv_stream_tiles<D, R>(o_begin, o_end, [&]<int Streams>(int64_t o, int64_t part) {
+      if constexpr (D == DType::i8) gemv_int8_tile<R, Streams>(xr, row_floats, w, o, part, outr, stride);
+      else gemv_tile<D, R, Streams>(xr, w, o, part, outr, stride);
+    });
   });
 }
 

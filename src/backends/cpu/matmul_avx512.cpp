@@ -196,23 +196,6 @@ void gemv_int8_tile(const float* packed_x, int64_t row_floats, const WeightView&
     for (int s = 0; s < S; ++s) out[r * out_stride + o + s * part] = _mm512_reduce_add_ps(acc[r][s]);
 }
 
-// Output rows [o_begin, o_end) as S parts read side by side, then the rows left over
-// one at a time; the AVX2 table's stream counts.
-template <DType D, int R, PrefetchInto Into>
-void gemv_rows(const float* x, const WeightView& w, int64_t o_begin, int64_t o_end, float* out, int64_t stride) {
-  constexpr int S = D == DType::i8     ? (R <= 2 ? 3 : 2)
-                    : D == DType::bf16 ? (R <= 2 ? 4 : 3)
-                                       : (R == 1 ? 6 : R == 2 ? 4 : 3);
-  const int64_t int8_row_floats = D == DType::i8 ? int8_input_packer().gemv_input_row_floats(D, w.in) : 0;
-  const auto tile = [&]<int Streams>(int64_t o, int64_t part) {
-    if constexpr (D == DType::i8) gemv_int8_tile<R, Streams, Into>(x, int8_row_floats, w, o, part, out, stride);
-    else gemv_tile<D, R, Streams, Into>(x, w, o, part, out, stride);
-  };
-  const int64_t part = (o_end - o_begin) / S;
-  for (int64_t o = o_begin; o < o_begin + part; ++o) tile.template operator()<S>(o, part);
-  for (int64_t o = o_begin + S * part; o < o_end; ++o) tile.template operator()<1>(o, 0);
-}
-
 int64_t gemv_input_row_floats(DType weight_dtype, int64_t in) {
   if (weight_dtype == DType::i8) return int8_input_packer().gemv_input_row_floats(weight_dtype, in);
   return weight_dtype == DType::bf16 ? in : 0;
@@ -229,7 +212,13 @@ void gemv_typed(const float* x, int64_t rows, const WeightView& w, int64_t o_beg
   // Rows of x: f32 [in] (for bf16 weights, permuted), or the int8 packer's rows.
   const int64_t row_floats = D == DType::i8 ? gemv_input_row_floats(D, w.in) : w.in;
   avx2::for_gemv_row_groups(rows, [&](int64_t r, auto group) {
-    gemv_rows<D, group.value, Into>(x + r * row_floats, w, o_begin, o_end, out + r * stride, stride);
+    constexpr int R = decltype(group)::value;
+    const float* xr = x + r * row_floats;
+    float* outr = out + r * stride;
+    avx2::for_gemv_stream_tiles<D, R>(o_begin, o_end, [&]<int Streams>(int64_t o, int64_t part) {
+      if constexpr (D == DType::i8) gemv_int8_tile<R, Streams, Into>(xr, row_floats, w, o, part, outr, stride);
+      else gemv_tile<D, R, Streams, Into>(xr, w, o, part, outr, stride);
+    });
   });
 }
 
