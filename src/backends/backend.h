@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,13 @@ namespace shardlm::backends {
 class Replay {
  public:
   virtual ~Replay() = default;
+};
+
+// One linear of a sibling_linears op; pointers, since the op's tensors stay where they are.
+struct SiblingLinear {
+  const Tensor* weight;  // [out_features, in]
+  const Tensor* bias;    // [out_features] or undefined
+  const Tensor* out;     // f32 [rows, out_features]
 };
 
 class Backend {
@@ -48,6 +56,12 @@ class Backend {
   // out = linear(rms_norm(x, norm_weight, eps), weight, bias)
   virtual void rms_norm_linear(const Tensor& x, const Tensor& norm_weight, float eps, const Tensor& weight,
                                const Tensor& bias, const Tensor& out) = 0;
+  // linear.out = linear(x, linear.weight, linear.bias) for each of `linears`: the linears of
+  // one input (an attention's q, k and v) as one op, so that its threads stream one
+  // weight after another without meeting at each one's end. This default runs them one by one.
+  virtual void sibling_linears(const Tensor& x, std::span<const SiblingLinear> linears) {
+    for (const SiblingLinear& l : linears) linear(x, *l.weight, *l.bias, *l.out);
+  }
 
   // x f32 [rows, dim], weight [dim] -> out [rows, dim]; x * rsqrt(mean(x^2) + eps) * weight, in f32
   virtual void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) = 0;

@@ -70,6 +70,36 @@ size_t fuse(Graph& graph, std::vector<bool>& live, int32_t output) {
     }
   }
 
+  // Linears of one input (q, k and v; gate and up were taken above) become one node at
+  // the first one's place: their weights and biases are bound, so ready there, and the
+  // input is the same memory until an op writes it in place (an all_reduce).
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    const auto plain_linear = [&](size_t m) {
+      const Node& node = graph.nodes[m];
+      return live[m] && node.kind == OpKind::linear && graph.values[node.inputs[1]].bound &&
+             (node.inputs[2] < 0 || graph.values[node.inputs[2]].bound);
+    };
+    if (!plain_linear(n)) continue;
+    Node& first = graph.nodes[n];
+    std::vector<int32_t> siblings;
+    const int32_t input_root = root_of(graph, first.inputs[0]);
+    for (size_t m = n + 1; m < graph.nodes.size() && siblings.size() + 1 < max_sibling_linears; ++m) {
+      const Node& node = graph.nodes[m];
+      if (live[m] && (node.kind == OpKind::all_reduce || node.in_place) && root_of(graph, node.inputs[0]) == input_root)
+        break;
+      if (plain_linear(m) && node.inputs[0] == first.inputs[0]) siblings.push_back(static_cast<int32_t>(m));
+    }
+    if (siblings.empty()) continue;
+    first.kind = OpKind::sibling_linears;
+    for (int32_t m : siblings) {
+      Node& sibling = graph.nodes[m];
+      first.inputs.insert(first.inputs.end(), {sibling.inputs[1], sibling.inputs[2]});
+      first.sibling_outputs.push_back(sibling.output);
+      live[m] = false;
+    }
+    fused += siblings.size();
+  }
+
   uses = count_uses(graph, live, output);
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
     Node& node = graph.nodes[n];
@@ -137,14 +167,16 @@ Executable compile(Graph graph, Value output, backends::Backend& backend, const 
   std::vector<Allocation> active;
   size_t arena_bytes = 0;
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
-    const Node& node = graph.nodes[n];
-    if (!live[n] || node.output < 0 || graph.values[node.output].alias_of >= 0) continue;
+    if (!live[n]) continue;
     std::erase_if(active, [&](const Allocation& a) { return a.last_use < static_cast<int64_t>(n); });
-    const size_t bytes = static_cast<size_t>(graph.values[node.output].shape.numel()) * sizeof(float);
-    const size_t size = (bytes + alignment - 1) / alignment * alignment;
-    offset[node.output] = place(active, size);
-    active.push_back({offset[node.output], size, std::max<int64_t>(last_use[node.output], static_cast<int64_t>(n))});
-    arena_bytes = std::max(arena_bytes, offset[node.output] + size);
+    for_each_output(graph.nodes[n], [&](int32_t value) {
+      if (graph.values[value].alias_of >= 0) return;
+      const size_t bytes = static_cast<size_t>(graph.values[value].shape.numel()) * sizeof(float);
+      const size_t size = (bytes + alignment - 1) / alignment * alignment;
+      offset[value] = place(active, size);
+      active.push_back({offset[value], size, std::max<int64_t>(last_use[value], static_cast<int64_t>(n))});
+      arena_bytes = std::max(arena_bytes, offset[value] + size);
+    });
   }
 
   // Values that live nodes touch; outputs of fused-away nodes get no tensor.
@@ -153,7 +185,7 @@ Executable compile(Graph graph, Value output, backends::Backend& backend, const 
     if (!live[n]) continue;
     for (int32_t input : graph.nodes[n].inputs)
       if (input >= 0) needed[input] = true;
-    if (graph.nodes[n].output >= 0) needed[graph.nodes[n].output] = true;
+    for_each_output(graph.nodes[n], [&](int32_t value) { needed[value] = true; });
   }
   needed[output.index] = true;
 

@@ -1,5 +1,8 @@
 #include "graph/graph.h"
 
+#include <array>
+#include <span>
+
 namespace shardlm::graph {
 
 const char* op_name(OpKind kind) {
@@ -20,6 +23,7 @@ const char* op_name(OpKind kind) {
     case OpKind::linear_residual: return "linear_residual";
     case OpKind::gated_linear: return "gated_linear";
     case OpKind::rms_norm_linear: return "rms_norm_linear";
+    case OpKind::sibling_linears: return "sibling_linears";
   }
   return "?";
 }
@@ -58,6 +62,15 @@ void execute_node(backends::Backend& backend, const Node& node, const std::vecto
     case OpKind::linear_residual: return backend.linear_residual(in(0), in(1), in(2), in(3), out);
     case OpKind::gated_linear: return backend.gated_linear(in(0), in(1), in(2), in(3), in(4), out);
     case OpKind::rms_norm_linear: return backend.rms_norm_linear(in(0), in(1), node.eps, in(2), in(3), out);
+    case OpKind::sibling_linears: {
+      std::array<backends::SiblingLinear, max_sibling_linears> linears;
+      const size_t count = node.sibling_outputs.size() + 1;
+      for (size_t i = 0; i < count; ++i)
+        linears[i] = {.weight = &in(1 + 2 * i),
+                      .bias = &in(2 + 2 * i),
+                      .out = &tensors[i == 0 ? node.output : node.sibling_outputs[i - 1]]};
+      return backend.sibling_linears(in(0), std::span(linears).first(count));
+    }
   }
 }
 

@@ -31,13 +31,19 @@ enum class OpKind : uint8_t {
   linear_residual,  // (x, weight, bias|-1, residual)
   gated_linear,     // (x, gate_weight, gate_bias|-1, up_weight, up_bias|-1)
   rms_norm_linear,  // (x, norm_weight, weight, bias|-1)
+  sibling_linears,  // (x, weight, bias|-1, weight, bias|-1, ...): output, then sibling_outputs, one per weight
 };
 const char* op_name(OpKind kind);
+
+// The most linears compile() fuses into one sibling_linears node (execute_node passes
+// them on in fixed arrays).
+constexpr size_t max_sibling_linears = 4;
 
 struct Node {
   OpKind kind;
   std::vector<int32_t> inputs;  // value indices; -1 for an absent optional input (a bias)
   int32_t output = -1;          // -1 for kv_cache_write
+  std::vector<int32_t> sibling_outputs{};  // sibling_linears: the outputs of its second and later weights
   float eps = 0;                // rms_norm, rms_norm_linear
   float scale = 0;              // attention
   int64_t sliding_window = 0;   // attention
@@ -62,6 +68,13 @@ struct Graph {
   std::vector<ValueInfo> values;
   std::vector<Node> nodes;
 };
+
+// Calls f(value) for each value `node` writes: its output, and a sibling_linears' others.
+template <typename F>
+void for_each_output(const Node& node, F f) {
+  if (node.output >= 0) f(node.output);
+  for (int32_t value : node.sibling_outputs) f(value);
+}
 
 // Runs one node. `tensors[i]` is value i's tensor; outputs are preallocated.
 void execute_node(backends::Backend& backend, const Node& node, const std::vector<Tensor>& tensors);

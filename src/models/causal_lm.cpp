@@ -36,12 +36,29 @@ StaticCache CausalLM::allocate_cache(backends::Backend& backend, int64_t batch, 
          bytes ? str_cat(*bytes, " bytes") : std::string("more bytes than fit in 64 bits"), " but only ", available,
          " bytes of memory are available: lower max_cache_len (or the batch size)");
 
+  // One allocation carved into the layers' keys and values: on the CPU a cache of 2 MB or
+  // more lies in huge pages then, however small each layer's part (decode reads every
+  // layer's part once a token: with 4 KB pages a TLB miss each 4 KB; at 192 positions of
+  // Qwen3-0.6B's shape on a Sapphire Rapids VM, kv_cache_write 3.4 -> 2.1 us a call and
+  // attention 31 -> 28 us).
+  const auto layer_bytes = [&](int64_t layer) {  // each of keys and values, rounded up to whole cache lines
+    const uint64_t bytes = static_cast<uint64_t>(batch * kv_heads_of(layer) * max_cache_len * config_.head_dim) *
+                           dtype_size(kv_cache_dtype_);
+    return (bytes + 63) / 64 * 64;
+  };
+  uint64_t total = 0;
+  for (int64_t i = 0; i < config_.num_hidden_layers; ++i) total += 2 * layer_bytes(i);
+  const Tensor memory = backend.allocate({static_cast<int64_t>(total)}, DType::u8);
   StaticCache cache;
   cache.batch = batch;
   cache.max_cache_len = max_cache_len;
+  uint64_t offset = 0;
   for (int64_t i = 0; i < config_.num_hidden_layers; ++i) {
-    const Shape shape{batch, kv_heads_of(i), max_cache_len, config_.head_dim};
-    cache.layers.push_back({backend.allocate(shape, kv_cache_dtype_), backend.allocate(shape, kv_cache_dtype_)});
+    const Shape shape{batch, kv_heads_of(i), max_cache_len, config_.head_dim};  // keys, values alike
+    LayerCache& layer = cache.layers.emplace_back();
+    layer.keys = memory.view_bytes(offset, shape, kv_cache_dtype_);
+    layer.values = memory.view_bytes(offset + layer_bytes(i), shape, kv_cache_dtype_);
+    offset += 2 * layer_bytes(i);
   }
   return cache;
 }

@@ -127,6 +127,35 @@ TEST_P(BackendConsistency, FusedLinearForms) {
   }
 }
 
+// Three linears of one input (q, k and v): widths 45, 16 and 29, so that gemv ranges and
+// gemm column blocks cross from one weight into the next; a bias on two of them.
+TEST_P(BackendConsistency, SiblingLinears) {
+  for (DType dtype : {DType::f32, DType::bf16})
+  for (int64_t in : {int64_t{91}, int64_t{96}})
+  for (int64_t rows : {int64_t{1}, int64_t{4}, int64_t{40}}) {
+    Tensor x = random_tensor({rows, in}, DType::f32, random_);
+    std::vector<Tensor> weights, biases, expected, actual;
+    for (int64_t out_features : {int64_t{45}, int64_t{16}, int64_t{29}}) {
+      weights.push_back(random_tensor({out_features, in}, dtype, random_));
+      biases.push_back(out_features == 16 ? Tensor() : random_tensor({out_features}, DType::f32, random_));
+      expected.push_back(Tensor::zeros({rows, out_features}, DType::f32));
+      reference::linear(x, weights.back(), biases.back(), expected.back());
+      actual.push_back(output({rows, out_features}));
+    }
+    std::vector<Tensor> device_weights, device_biases;
+    for (size_t i = 0; i < weights.size(); ++i) {
+      device_weights.push_back(upload(weights[i]));
+      device_biases.push_back(biases[i].defined() ? upload(biases[i]) : Tensor());
+    }
+    std::vector<SiblingLinear> linears;
+    for (size_t i = 0; i < weights.size(); ++i) linears.push_back({&device_weights[i], &device_biases[i], &actual[i]});
+    backend_->sibling_linears(upload(x), linears);
+    for (size_t i = 0; i < weights.size(); ++i)
+      EXPECT_LT(relative_error(download(actual[i]), to_doubles(expected[i])), matmul_tolerance(GetParam(), dtype, rows, in))
+          << dtype_name(dtype) << " rows " << rows << " in " << in << " linear " << i;
+  }
+}
+
 TEST_P(BackendConsistency, NormRopeElementwise) {
   Tensor x = random_tensor({5, 3, 16}, DType::f32, random_), w = random_tensor({16}, DType::bf16, random_);
   Tensor expected = Tensor::zeros({5, 3, 16}, DType::f32), actual = output({5, 3, 16});

@@ -18,6 +18,7 @@ struct Weights {
   Tensor up = testing::random_tensor({24, 16}, DType::bf16, random, 0.3f);
   Tensor down = testing::random_tensor({16, 24}, DType::f32, random, 0.3f);
   Tensor query = testing::random_tensor({16, 16}, DType::f32, random, 0.3f);
+  Tensor key = testing::random_tensor({16, 16}, DType::bf16, random, 0.3f);
   Tensor head = testing::random_tensor({8, 16}, DType::f32, random, 0.3f);
   Tensor positions = Tensor::from_i32(std::vector<int32_t>{0, 1, 2, -1}, {4});
   backends::RotaryEmbedding rotary{.inv_freq = {1.0, 0.01}, .rotary_dim = 4, .interleaved = false};
@@ -29,9 +30,11 @@ Value record_block(Builder& b, const Weights& w) {
   Value normed = b.rms_norm(x, b.bind(w.norm), 1e-6);
   Value mlp = b.silu_mul(b.linear(normed, b.bind(w.gate)), b.linear(normed, b.bind(w.up)));
   Value y = b.add(x, b.linear(mlp, b.bind(w.down)));                     // -> linear_residual
-  Value q = b.reshape(b.linear(x, b.bind(w.query)), {4, 2, 8});
+  Value q = b.reshape(b.linear(x, b.bind(w.query)), {4, 2, 8});  // with k's: -> sibling_linears
+  Value k = b.reshape(b.linear(x, b.bind(w.key)), {4, 2, 8});
   Value rotated = b.reshape(b.rope(q, b.bind(w.positions), w.rotary), {4, 16});  // -> in-place rope
-  Value z = b.add(y, rotated);
+  Value rotated_key = b.reshape(b.rope(k, b.bind(w.positions), w.rotary), {4, 16});  // -> in-place rope
+  Value z = b.add(b.add(y, rotated), rotated_key);
   return b.linear(b.rms_norm(z, b.bind(w.norm), 1e-6), b.bind(w.head));  // -> rms_norm_linear
 }
 
@@ -48,7 +51,8 @@ TEST(Compile, FusesPlansAndMatchesEager) {
   for (const ValueInfo& value : graph.values)
     if (!value.bound && value.alias_of < 0) activation_bytes += value.shape.numel() * sizeof(float);
   Executable executable = compile(graph, output, *backend, {});
-  EXPECT_EQ(executable.fused_count(), 4u);  // gated_linear, linear_residual, rms_norm_linear, in-place rope
+  // gated_linear, linear_residual, sibling_linears, rms_norm_linear, two in-place ropes
+  EXPECT_EQ(executable.fused_count(), 6u);
   EXPECT_LT(executable.arena_bytes(), activation_bytes);
   executable.run(*backend);
   const Tensor& actual = executable.tensor(output);

@@ -37,6 +37,9 @@ class CpuBackend final : public Backend {
                        const Tensor& out) override {
     cpu::rms_norm_linear(pool_, x, norm_weight, eps, weight, bias, out);
   }
+  void sibling_linears(const Tensor& x, std::span<const SiblingLinear> linears) override {
+    cpu::sibling_linears(pool_, x, linears);
+  }
   void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) override {
     cpu::rms_norm(pool_, x, weight, eps, out);
   }

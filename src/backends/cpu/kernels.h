@@ -3,7 +3,10 @@
 // kernel of the same name (reference_kernels.h); tests/backends checks them against it.
 // Each spreads its work over `pool`.
 
+#include <span>
+
 #include "core/thread_pool.h"
+#include "backends/backend.h"
 #include "backends/rotary.h"
 #include "core/tensor.h"
 
@@ -16,6 +19,8 @@ void gated_linear(ThreadPool& pool, const Tensor& x, const Tensor& gate_weight, 
                   const Tensor& up_weight, const Tensor& up_bias, const Tensor& out);
 void rms_norm_linear(ThreadPool& pool, const Tensor& x, const Tensor& norm_weight, float eps, const Tensor& weight,
                      const Tensor& bias, const Tensor& out);
+// Every one of `linears` in one pass over the pool.
+void sibling_linears(ThreadPool& pool, const Tensor& x, std::span<const SiblingLinear> linears);
 void attention(ThreadPool& pool, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                const Tensor& positions, float scale, int64_t sliding_window, const Tensor& out);
 

@@ -2,7 +2,9 @@
 // the thread pool; each task runs the best matmul kernel (matmul_kernels.h) on its
 // columns and then its epilogue (bias, residual, silu·mul) on the same columns while
 // they are still in cache.
+#include <algorithm>
 #include <array>
+#include <span>
 #include <vector>
 
 #include "backends/cpu/kernels.h"
@@ -41,21 +43,47 @@ struct GemvRanges {
   }
 };
 
-// Splits [0, out_features) into column ranges for the pool: gemv's GemvRanges; gemm's
-// one per column block, the unit it packs anyway, so the threads finish within a
-// block's time of each other.
-template <typename Task>
-void for_column_ranges(ThreadPool& pool, int64_t rows, int64_t out_features, Task task) {
+// Splits the output columns of `count` weights (usually one; sibling_linears' several,
+// their columns taken end to end), weight i having out_features(i), into tasks for the
+// pool: task(i, begin, end) for columns [begin, end) of weight i. gemv's GemvRanges span
+// all the columns, a range that crosses from one weight into the next run as two calls;
+// gemm's are one per column block of each weight, the unit it packs anyway, so the
+// threads finish within a block's time of each other.
+template <typename OutFeatures, typename Task>
+void for_column_ranges(ThreadPool& pool, int64_t rows, size_t count, OutFeatures out_features, Task task) {
   if (rows <= gemv_max_rows) {
-    const GemvRanges ranges(out_features, pool.threads());
-    pool.run(ranges.count, [&](int64_t i) {
-      task(ranges.bounds[static_cast<size_t>(i)], ranges.bounds[static_cast<size_t>(i + 1)]);
+    int64_t columns = 0;
+    for (size_t i = 0; i < count; ++i) columns += out_features(i);
+    const GemvRanges ranges(columns, pool.threads());
+    pool.run(ranges.count, [&](int64_t r) {
+      int64_t begin = ranges.bounds[static_cast<size_t>(r)];
+      const int64_t end = ranges.bounds[static_cast<size_t>(r + 1)];
+      int64_t first_column = 0;  // of weight i
+      for (size_t i = 0; i < count && begin < end; first_column += out_features(i++)) {
+        const int64_t stop = std::min(end, first_column + out_features(i));
+        if (begin >= stop) continue;
+        task(i, begin - first_column, stop - first_column);
+        begin = stop;
+      }
     });
     return;
   }
   const int64_t width = matmul_kernels().gemm_column_block;
-  pool.run((out_features + width - 1) / width,
-           [&](int64_t i) { task(i * width, std::min(out_features, (i + 1) * width)); });
+  const auto blocks_of = [&](size_t i) { return (out_features(i) + width - 1) / width; };
+  int64_t blocks = 0;
+  for (size_t i = 0; i < count; ++i) blocks += blocks_of(i);
+  pool.run(blocks, [&](int64_t block) {
+    size_t i = 0;
+    for (; block >= blocks_of(i); ++i) block -= blocks_of(i);
+    task(i, block * width, std::min(out_features(i), (block + 1) * width));
+  });
+}
+
+// for_column_ranges over one weight of out_features columns: task(begin, end).
+template <typename Task>
+void for_column_ranges(ThreadPool& pool, int64_t rows, int64_t out_features, Task task) {
+  for_column_ranges(pool, rows, 1, [&](size_t) { return out_features; },
+                    [&](size_t, int64_t begin, int64_t end) { task(begin, end); });
 }
 
 // x [rows, in] as the kernels read it, for a weight of `dtype`: gemm's packed copy
@@ -152,6 +180,24 @@ void gated_linear(ThreadPool& pool, const Tensor& x, const Tensor& gate_weight, 
     add_bias(up_bias, rows, begin, end, result, out_features);
     for (int64_t r = 0; r < rows; ++r)
       matmul_kernels().silu_multiply(gate + r * out_features + begin, result + r * out_features + begin, end - begin);
+  });
+}
+
+void sibling_linears(ThreadPool& pool, const Tensor& x, std::span<const SiblingLinear> linears) {
+  const DType dtype = linears[0].weight->dtype();
+  if (!std::all_of(linears.begin(), linears.end(), [&](const SiblingLinear& l) { return l.weight->dtype() == dtype; })) {
+    // Each would want its own packed input: nothing to gain from one op.
+    for (const SiblingLinear& l : linears) linear(pool, x, *l.weight, *l.bias, *l.out);
+    return;
+  }
+  const int64_t rows = x.shape()[0];
+  thread_local std::vector<float> packed_buffer;
+  const float* input = kernel_input(pool, x.data<float>(), rows, x.shape()[1], dtype, packed_buffer);
+  const auto out_features = [&](size_t i) { return linears[i].weight->shape()[0]; };
+  for_column_ranges(pool, rows, linears.size(), out_features, [&](size_t i, int64_t begin, int64_t end) {
+    float* out = linears[i].out->mutable_data<float>();
+    products(input, rows, WeightView::of(*linears[i].weight), begin, end, out, out_features(i));
+    add_bias(*linears[i].bias, rows, begin, end, out, out_features(i));
   });
 }
 
