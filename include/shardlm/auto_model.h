@@ -40,8 +40,15 @@ struct PretrainedOptions {
   // and 4 KB file pages cost a TLB miss each (bf16 decode ~20% faster on a 2-core VM).
   // true keeps them mapped instead: instant load, pages shared with other processes.
   bool memory_map_weights = false;
-  // "cpu", "cuda", "cuda:N", or "auto" (the best available device; says which).
+  // "cpu", "cuda", "cuda:N", "tpu", "tpu:N", "pjrt", "pjrt:N" (any PJRT plugin), or "auto"
+  // (a TPU if libtpu finds chips, else a GPU, else the CPU; says which and why).
   std::string device_map = "cpu";
+  // tpu/pjrt: the PJRT plugin library; empty: SHARDLM_PJRT_PLUGIN (pjrt), TPU_LIBRARY_PATH or
+  // Python's libtpu package (tpu) (docs/PJRT.md).
+  std::string pjrt_plugin{};
+  // tpu/pjrt: the directory of compiled programs kept across processes; empty: the default
+  // ($SHARDLM_COMPILE_CACHE, else ~/.cache/shardlm/pjrt); "none": compile every process.
+  std::string compile_cache_dir{};
   // For a model id: a branch, tag or commit hash.
   std::string revision = "main";
   // CPU threads for the kernels; 0 uses one per hardware thread.
@@ -89,6 +96,9 @@ class AutoModelForCausalLM {
     // Seconds of this rank in tensor-parallel collectives, during prefill and decode.
     double prefill_communication_s = 0, decode_communication_s = 0;
     int64_t decode_tokens = 0;
+    // Whole programs the backend compiled, or loaded from its on-disk compile cache, in
+    // this process so far (pjrt/tpu; 0 elsewhere).
+    int64_t programs_compiled = 0, programs_loaded = 0;
   };
   Stats last_stats() const;
 

@@ -28,7 +28,17 @@ AutoModelForCausalLM AutoModelForCausalLM::from_pretrained(const std::string& pa
     fail("dtype ", dtype_name(*options.dtype), " cannot hold weights: use float32, bfloat16 or float16");
   if (!options.quantize.empty() && options.quantize != "int8")
     fail("quantize '", options.quantize, "' is not supported: use \"int8\" or leave it empty");
-  parallel::TensorParallel tensor_parallel = api::join_tensor_parallel(options.distributed_config);
+  // On a PJRT device tensor parallelism is one SPMD program over the plugin's devices, in
+  // this one process; elsewhere one process per rank.
+  const bool spmd = (options.device_map.starts_with("pjrt") || options.device_map.starts_with("tpu")) &&
+                    options.distributed_config && options.distributed_config->tp_size > 1;
+  parallel::TensorParallel tensor_parallel =
+      spmd ? parallel::TensorParallel{} : api::join_tensor_parallel(options.distributed_config);
+  if (spmd && parallel::launched_by_mpi() && parallel::world_process_group()->size() > 1)
+    fail("--device ", options.device_map, " runs tensor parallelism as one process driving ",
+         options.distributed_config->tp_size, " devices: start it once, without shardlm launch or mpirun");
+  parallel::TpPlan spmd_plan;
+  if (spmd) spmd_plan = parallel::TpPlan(options.distributed_config->tp_plan, "tp_plan");
   auto impl = std::make_shared<Impl>();
   // Under tensor parallelism a failure on one rank (a file missing on one host) must end
   // every rank with its message, not leave the others waiting in a collective.
@@ -36,8 +46,12 @@ AutoModelForCausalLM AutoModelForCausalLM::from_pretrained(const std::string& pa
     io::ModelFiles files = io::resolve_model(path_or_id, {.revision = options.revision});
     impl->config = io::load_model_config(files);
     const int ranks_on_host = tensor_parallel.group ? tensor_parallel.group->local_size() : 1;
-    impl->backend = backends::create_backend(api::rank_device(options.device_map, tensor_parallel.group.get()),
-                                             api::default_threads(options.threads, ranks_on_host));
+    impl->backend = backends::create_backend(
+        api::rank_device(options.device_map, tensor_parallel.group.get()),
+        {.threads = api::default_threads(options.threads, ranks_on_host),
+         .pjrt_plugin = options.pjrt_plugin,
+         .compile_cache_dir = options.compile_cache_dir,
+         .partitions = spmd ? options.distributed_config->tp_size : 1});
     if (tensor_parallel.group) tensor_parallel.group = api::device_process_group(tensor_parallel.group, *impl->backend);
     impl->checkpoint = io::Checkpoint::open(files);
     impl->model = models::create_causal_lm(impl->config, impl->checkpoint,
@@ -46,7 +60,8 @@ AutoModelForCausalLM AutoModelForCausalLM::from_pretrained(const std::string& pa
                                                                    impl->backend->device().kind == DeviceKind::cpu,
                                             .quantize_int8 = options.quantize == "int8",
                                             .kv_cache_dtype = options.kv_cache_dtype,
-                                            .device = impl->backend.get()},
+                                            .device = impl->backend.get(),
+                                            .spmd_plan = spmd_plan},
                                            tensor_parallel);
     impl->generator = std::make_unique<generation::Generator>(*impl->model, *impl->backend,
                                                               io::load_generation_config(files, impl->config));
@@ -116,6 +131,9 @@ AutoModelForCausalLM::Stats AutoModelForCausalLM::last_stats() const {
   result.prefill_communication_s = stats.prefill_communication_s;
   result.decode_communication_s = stats.decode_communication_s;
   result.decode_tokens = stats.decode_tokens;
+  const backends::ProgramStats programs = impl_->backend->program_stats();
+  result.programs_compiled = programs.compiled;
+  result.programs_loaded = programs.loaded_from_cache;
   return result;
 }
 

@@ -8,6 +8,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backends/rotary.h"
@@ -19,6 +20,37 @@ namespace shardlm::backends {
 class Replay {
  public:
   virtual ~Replay() = default;
+};
+
+// A whole graph of one shape lowered to one program (graph/lower.h), for a backend that
+// compiles whole graphs (compiles_graphs()).
+struct ProgramSpec {
+  std::string text;                // the program (StableHLO for pjrt)
+  std::vector<Tensor> parameters;  // this backend's tensors, in parameter order
+  std::vector<Tensor> results;     // tensors that receive the results, in result order
+  // donated[i]: the result that parameter i's memory becomes (its tensor is the same in
+  // both lists: the KV cache updated in place), or -1.
+  std::vector<int> donated;
+  // (parameter, limit): every value of that i32 parameter must be < limit (cache positions;
+  // a plugin would clamp an out-of-range write silently).
+  std::vector<std::pair<int, int64_t>> bounded;
+  std::string key;  // the compile key, for logs and the on-disk cache
+};
+
+// A compiled ProgramSpec: each run reads its parameters' current contents and writes its results.
+class Program {
+ public:
+  virtual ~Program() = default;
+  virtual void run() = 0;
+};
+
+// Programs a backend compiled (or loaded from its on-disk cache) in this process.
+struct ProgramStats {
+  int64_t compiled = 0, loaded_from_cache = 0;
+  double compile_seconds = 0;
+  // Donated parameters (the KV cache) the program consumed, its output taking their memory,
+  // and those it left alone (so it wrote a copy): the second stays 0 when steps update in place.
+  int64_t donations_taken = 0, donations_refused = 0;
 };
 
 // One linear of a sibling_linears op; pointers, since the op's tensors stay where they are.
@@ -106,6 +138,47 @@ class Backend {
     ops();
   }
 
+  // Whole-graph backends (pjrt): graph::compile lowers each graph into one ProgramSpec and
+  // runs it as a unit; the op methods above then serve eager mode and tests. The default,
+  // false, runs compiled graphs op by op.
+  virtual bool compiles_graphs() const { return false; }
+  virtual std::unique_ptr<Program> compile_program(const ProgramSpec& spec) {
+    (void)spec;
+    throw Error(name() + " runs graphs op by op: it compiles no whole programs");
+  }
+  virtual ProgramStats program_stats() const { return {}; }
+  // Whether tensors on this device can be views into one allocation (view_bytes,
+  // slice_rows); false where device memory is opaque buffers (PJRT).
+  virtual bool supports_views() const { return true; }
+  // The memory behind `tensor`: a view (reshape, slice_rows) is `tensor.numel()` elements
+  // from element `offset` of a stored tensor of another shape.
+  struct StoredView {
+    const void* storage;
+    Shape shape;
+    int64_t offset = 0;
+  };
+  virtual StoredView stored_view(const Tensor& tensor) const { return {tensor.raw(), tensor.shape(), 0}; }
+  // Tensor parallelism inside one program (pjrt's SPMD): the devices each program spans;
+  // a tensor may be split along one dimension across them (split_dim), or whole on each
+  // (-1). Elsewhere 1, and the split is ignored.
+  virtual int partitions() const { return 1; }
+  virtual Tensor to_device_split(const Tensor& host, int split_dim) {
+    (void)split_dim;
+    return to_device(host);
+  }
+  virtual Tensor allocate_split(Shape shape, DType dtype, int split_dim) {
+    (void)split_dim;
+    return allocate(std::move(shape), dtype);
+  }
+  // The program attributes that place `tensor` on the devices (an mhlo.sharding), or "".
+  virtual std::string placement_attributes(const Tensor& tensor) const {
+    (void)tensor;
+    return "";
+  }
+  // What identifies this backend's compiled code beyond the device (plugin platform and
+  // version), for compile keys.
+  virtual std::string compiler_identity() const { return name(); }
+
   // Copies between tensors of the same shape and dtype: on this device, to the host, from the host.
   virtual void copy(const Tensor& source, const Tensor& destination) = 0;
   virtual void copy_to_host(const Tensor& source, const Tensor& destination) = 0;
@@ -121,8 +194,23 @@ struct BackendInfo {
 };
 std::vector<BackendInfo> list_backends();
 
-// "cpu", "cuda", "cuda:N" or "auto" (the best available; logs which it picked).
-// `threads`: the CPU backend's thread pool size; <= 0 means one per hardware thread.
-std::unique_ptr<Backend> create_backend(const std::string& device_map, int threads = 0);
+struct BackendOptions {
+  // The CPU backend's thread pool size; <= 0 means one per hardware thread.
+  int threads = 0;
+  // pjrt/tpu: the plugin library (else SHARDLM_PJRT_PLUGIN, then the usual places: pjrt/registry.h).
+  std::string pjrt_plugin{};
+  // pjrt/tpu: where compiled programs are kept across processes; empty: the default under
+  // the user's cache directory; "none": no on-disk cache.
+  std::string compile_cache_dir{};
+  // pjrt/tpu: devices one program spans (tensor parallelism as one SPMD program).
+  int partitions = 1;
+};
+
+// "cpu", "cuda", "cuda:N", "pjrt", "pjrt:N", "tpu", "tpu:N" or "auto" (the best available;
+// logs which it picked and why).
+std::unique_ptr<Backend> create_backend(const std::string& device_map, const BackendOptions& options = {});
+inline std::unique_ptr<Backend> create_backend(const std::string& device_map, int threads) {
+  return create_backend(device_map, BackendOptions{.threads = threads});
+}
 
 }  // namespace shardlm::backends

@@ -5,6 +5,7 @@
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/matmul_kernels.h"
 #include "core/logging.h"
+#include "backends/pjrt/pjrt_backend.h"
 #ifdef SHARDLM_HAVE_CUDA
 #include "backends/cuda/cuda_backend.h"
 #endif
@@ -20,14 +21,15 @@ BackendInfo cuda_info() {
 #endif
 }
 
-// N of "cuda:N"; 0 for a bare "cuda".
-int cuda_index(const std::string& device_map) {
-  if (device_map == "cuda") return 0;
-  const std::string digits = device_map.substr(5);
+// N of "KIND:N"; 0 for a bare "KIND".
+int device_index(const std::string& device_map, const std::string& kind) {
+  if (device_map == kind) return 0;
+  const std::string digits = device_map.substr(kind.size() + 1);
   int index = -1;
   const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), index);
-  if (device_map[4] != ':' || digits.empty() || error != std::errc() || end != digits.data() + digits.size() || index < 0)
-    fail("device_map '", device_map, "': write \"cuda\" or \"cuda:N\" with N a device index");
+  if (device_map[kind.size()] != ':' || digits.empty() || error != std::errc() ||
+      end != digits.data() + digits.size() || index < 0)
+    fail("device_map '", device_map, "': write \"", kind, "\" or \"", kind, ":N\" with N a device index");
   return index;
 }
 
@@ -40,12 +42,22 @@ std::vector<BackendInfo> list_backends() {
     tables += str_cat(tables.empty() ? "" : ", ", table->isa);
   return {{"cpu", true, 1,
            str_cat(threads, " hardware threads; matmul kernels ", cpu::matmul_kernels().isa, " (of ", tables, ")")},
-          cuda_info()};
+          cuda_info(), pjrt::plugin_info("tpu"), pjrt::plugin_info("pjrt")};
 }
 
-std::unique_ptr<Backend> create_backend(const std::string& device_map, int threads) {
+std::unique_ptr<Backend> create_backend(const std::string& device_map, const BackendOptions& options) {
+  const int threads = options.threads;
   if (device_map == "cpu" || device_map == "cpu:0") return create_cpu_backend(threads);
+  for (const char* kind : {"pjrt", "tpu"})
+    if (device_map.starts_with(kind)) return pjrt::create_backend({kind, device_index(device_map, kind)}, options);
   if (device_map == "auto") {
+    // A TPU first, when libtpu finds chips, as transformers' device_map="auto" would.
+    const BackendInfo tpu = pjrt::plugin_info("tpu", options.pjrt_plugin);
+    if (tpu.available) {
+      log::notice(str_cat("device_map=auto: using tpu:0 (", tpu.detail, ")"));
+      return pjrt::create_backend({"tpu", 0}, options);
+    }
+    log::info(str_cat("device_map=auto: no TPU (", tpu.detail, ")"));
     const BackendInfo cuda = cuda_info();
 #ifdef SHARDLM_HAVE_CUDA
     if (cuda.available) {
@@ -57,14 +69,14 @@ std::unique_ptr<Backend> create_backend(const std::string& device_map, int threa
     return create_cpu_backend(threads);
   }
   if (device_map.starts_with("cuda")) {
-    [[maybe_unused]] const int index = cuda_index(device_map);
+    [[maybe_unused]] const int index = device_index(device_map, "cuda");
     const BackendInfo cuda = cuda_info();
     if (!cuda.available) fail("device_map '", device_map, "': ", cuda.detail, "; use \"cpu\" or \"auto\"");
 #ifdef SHARDLM_HAVE_CUDA
     return cuda::create_backend(index);
 #endif
   }
-  fail("unknown device_map '", device_map, "': use \"cpu\", \"cuda\", \"cuda:N\" or \"auto\"");
+  fail("unknown device_map '", device_map, "': use \"cpu\", \"cuda[:N]\", \"tpu[:N]\", \"pjrt[:N]\" or \"auto\"");
 }
 
 }  // namespace shardlm::backends

@@ -66,6 +66,9 @@ void print_stats(const AutoModelForCausalLM& model) {
                static_cast<long long>(stats.compiles), static_cast<long long>(model.compiles()),
                stats.time_to_first_token_s, stats.prefill_tokens_per_s, stats.decode_tokens_per_s, stats.arena_bytes,
                stats.kv_cache_bytes, usage.ru_maxrss);
+  if (model.device().starts_with("pjrt"))
+    std::fprintf(stderr, "pjrt programs: %lld compiled, %lld loaded from the compile cache\n",
+                 static_cast<long long>(stats.programs_compiled), static_cast<long long>(stats.programs_loaded));
 }
 
 void run_generate(const GenerateArguments& args) {

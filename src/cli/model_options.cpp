@@ -19,7 +19,16 @@ void add_model_options(CLI::App& command, ModelArguments& args) {
   command.add_option("--kv-cache-dtype", args.kv_cache_dtype,
                      "KV cache element type: float32 or bfloat16 (default: bfloat16 for 16-bit or int8 weights, "
                      "else float32)");
-  command.add_option("--device", args.device, "cpu, cuda, cuda:N or auto")->capture_default_str();
+  command.add_option("--device", args.device,
+                     "cpu, cuda[:N], tpu[:N] (libtpu), pjrt[:N] (the PJRT plugin of --pjrt-plugin), or auto "
+                     "(a TPU, else a GPU, else the CPU)")
+      ->capture_default_str();
+  command.add_option("--pjrt-plugin", args.pjrt_plugin,
+                     "PJRT plugin library for --device pjrt/tpu (default: SHARDLM_PJRT_PLUGIN; for tpu "
+                     "TPU_LIBRARY_PATH or Python's libtpu package); docs/PJRT.md");
+  command.add_option("--compile-cache", args.compile_cache,
+                     "Directory of compiled pjrt/tpu programs kept across runs (default: $SHARDLM_COMPILE_CACHE or "
+                     "~/.cache/shardlm/pjrt; \"none\" to disable)");
   command.add_option("--threads,-t", args.threads, "CPU threads (default: one per hardware thread)")
       ->check(CLI::NonNegativeNumber);
   command.add_flag("--mmap-weights", args.mmap_weights,
@@ -99,6 +108,8 @@ LoadedModel load_model(const ModelArguments& args) {
   PretrainedOptions options;
   options.distributed_config = distributed;
   options.device_map = args.device;
+  options.pjrt_plugin = args.pjrt_plugin;
+  options.compile_cache_dir = args.compile_cache;
   if (!args.dtype.empty()) options.dtype = parse_dtype(args.dtype);
   options.threads = args.threads;
   options.quantize = args.quantize;

@@ -20,6 +20,7 @@ struct ModelArguments {
   bool verbose = false, mmap_weights = false;
   int tp_size = 1;
   std::string tp_plan_file;
+  std::string pjrt_plugin, compile_cache;
 };
 
 struct SamplingArguments {

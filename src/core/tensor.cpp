@@ -10,7 +10,12 @@
 namespace shardlm {
 
 std::string Device::to_string() const {
-  return kind == DeviceKind::cpu ? std::string("cpu") : str_cat("cuda:", index);
+  switch (kind) {
+    case DeviceKind::cpu: return "cpu";
+    case DeviceKind::cuda: return str_cat("cuda:", index);
+    case DeviceKind::pjrt: return str_cat("pjrt:", index);
+  }
+  return "?";
 }
 
 namespace {

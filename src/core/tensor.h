@@ -16,7 +16,7 @@
 
 namespace shardlm {
 
-enum class DeviceKind : uint8_t { cpu, cuda };
+enum class DeviceKind : uint8_t { cpu, cuda, pjrt };
 
 struct Device {
   DeviceKind kind = DeviceKind::cpu;
@@ -50,6 +50,9 @@ class Tensor {
   bool writable() const { return writable_; }
 
   const void* raw() const { return data_; }
+  // What keeps the memory alive; a view's raw() lies inside it (a pjrt device tensor's
+  // owner is its buffer's handle, and raw() - owner() the view's byte offset).
+  const void* owner() const { return owner_.get(); }
   void* mutable_raw() const;
   template <typename T>
   const T* data() const { return static_cast<const T*>(data_); }

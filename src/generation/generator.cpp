@@ -132,14 +132,17 @@ void Generator::prepare_cache(int64_t batch, int64_t max_cache_len) {
   cache_ = model_.allocate_cache(backend_, batch, max_cache_len);
 }
 
-graph::CompileKey Generator::key_for(const char* phase, int64_t batch, int64_t tokens, int64_t logit_rows) const {
+graph::CompileKey Generator::key_for(const char* phase, int64_t batch, int64_t tokens, int64_t logit_rows,
+                                     int64_t candidates) const {
   return {.phase = phase,
           .batch = batch,
           .tokens_per_step = tokens,
           .logit_rows = logit_rows,
+          .candidates = candidates,
           .max_cache_len = cache_.max_cache_len,
           .dtype = DType::f32,
           .device = backend_.device(),
+          .compiler = backend_.compiler_identity(),
           .tp_rank = model_.tp_rank(),
           .tp_size = model_.tp_size()};
 }
@@ -156,8 +159,10 @@ Generator::StepSlot Generator::make_slot(const graph::CompileKey& key) const {
   return slot;
 }
 
-Generator::StepSlot& Generator::slot(const char* phase, int64_t batch, int64_t tokens, int64_t logit_rows) {
-  const graph::CompileKey key = key_for(phase, batch, tokens, logit_rows);
+Generator::StepSlot& Generator::slot(const char* phase, int64_t batch, int64_t tokens, int64_t logit_rows,
+                                     int64_t candidates) {
+  if (!backend_.compiles_graphs() || !execution_.compile) candidates = 0;
+  const graph::CompileKey key = key_for(phase, batch, tokens, logit_rows, candidates);
   if (!execution_.compile) {
     auto found = eager_slots_.find(key);
     if (found == eager_slots_.end()) found = eager_slots_.emplace(key, make_slot(key)).first;
@@ -167,7 +172,12 @@ Generator::StepSlot& Generator::slot(const char* phase, int64_t batch, int64_t t
     StepSlot slot = make_slot(key);
     graph::Builder builder(backend_, graph::BuildMode::record);
     slot.logits = model_.forward(builder, {slot.ids, slot.positions, slot.rows}, cache_);
-    slot.executable = graph::compile(builder.take_graph(), slot.logits, backend_, {});
+    std::vector<graph::Value> outputs{slot.logits};
+    if (key.candidates > 0) {
+      std::tie(slot.best_values, slot.best_ids) = builder.top_k(slot.logits, key.candidates);
+      outputs.insert(outputs.end(), {slot.best_values, slot.best_ids});
+    }
+    slot.executable = graph::compile(builder.take_graph(), outputs, backend_, {.key = key.to_string()});
     return slot;
   });
 }
@@ -200,6 +210,11 @@ const Tensor& Generator::run_to_candidates(StepSlot& slot, int64_t count) {
     slot.candidate_ids = backend_.to_device(slot.host_candidate_ids);
   }
   const Tensor& logits = run_on_device(slot);
+  if (slot.best_values.defined()) {  // computed by the step's program
+    backend_.copy_to_host(slot.executable->tensor(slot.best_values), slot.host_candidate_values);
+    backend_.copy_to_host(slot.executable->tensor(slot.best_ids), slot.host_candidate_ids);
+    return logits;
+  }
   backend_.top_k(logits, slot.candidate_values, slot.candidate_ids);
   backend_.copy_to_host(slot.candidate_values, slot.host_candidate_values);
   backend_.copy_to_host(slot.candidate_ids, slot.host_candidate_ids);
@@ -352,7 +367,7 @@ std::vector<GenerationResult> Generator::generate(const std::vector<std::vector<
     bool any_running = false;
     for (const RowState& row : rows) any_running |= !row.finished;
     if (!any_running) break;
-    if (!step) step = &slot("decode", batch, 1, batch);
+    if (!step) step = &slot("decode", batch, 1, batch, candidates);
     for (int64_t b = 0; b < batch; ++b) {
       const RowState& row = rows[b];
       // Finished rows ride along as padding (position -1): no cache writes, no attention work.

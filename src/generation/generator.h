@@ -112,13 +112,16 @@ class Generator {
     // Sampling on the device: each row's best logits and their ids, [logit_rows, count].
     Tensor candidate_values, candidate_ids, host_candidate_values, host_candidate_ids;
     std::optional<graph::Executable> executable{};
-    graph::Value logits;
+    graph::Value logits, best_values, best_ids;  // best_*: the top_k in the graph, when its key has candidates
     Tensor eager_logits;  // the last eager run's logits (on the device)
   };
-  graph::CompileKey key_for(const char* phase, int64_t batch, int64_t tokens, int64_t logit_rows) const;
+  graph::CompileKey key_for(const char* phase, int64_t batch, int64_t tokens, int64_t logit_rows,
+                            int64_t candidates) const;
   StepSlot make_slot(const graph::CompileKey& key) const;
-  // The slot for a step shape: compiled (and cached) or eager.
-  StepSlot& slot(const char* phase, int64_t batch, int64_t tokens, int64_t logit_rows);
+  // The slot for a step shape: compiled (and cached) or eager. `candidates` > 0: a backend
+  // that compiles whole graphs computes each row's best `candidates` logits in the step's
+  // own program (one program per step, only the candidates leave the device).
+  StepSlot& slot(const char* phase, int64_t batch, int64_t tokens, int64_t logit_rows, int64_t candidates = 0);
   // Runs the step whose inputs the caller wrote into `slot`; returns the logits where
   // they were computed (on the device).
   const Tensor& run_on_device(StepSlot& slot);

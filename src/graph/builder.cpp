@@ -32,6 +32,10 @@ Value Builder::record(Node node, Shape output_shape) {
     for (int32_t input : node.inputs)
       if (input >= 0) scratch[input] = graph_.values[input].tensor;
     if (out) scratch[node.output] = out->tensor;
+    for (int32_t value : node.sibling_outputs) {
+      ValueInfo& sibling = graph_.values[value];
+      scratch[value] = sibling.tensor = backend_.allocate(sibling.shape, sibling.dtype);
+    }
     execute_node(backend_, node, scratch);
   }
   graph_.nodes.push_back(std::move(node));
@@ -118,6 +122,18 @@ Value Builder::add(Value a, Value b) {
 Value Builder::gather_rows(Value x, Value indices) {
   if (shape(x).rank() != 2) shape_error("gather_rows", "input must be [rows, dim]");
   return record({.kind = OpKind::gather_rows, .inputs = {x.index, indices.index}}, {shape(indices).numel(), shape(x)[1]});
+}
+
+std::pair<Value, Value> Builder::top_k(Value logits, int64_t k) {
+  const Shape& shape = this->shape(logits);
+  if (shape.rank() != 2 || k <= 0 || k > backend_.max_top_k())
+    shape_error("top_k", str_cat("k ", k, " of ", shape.to_string(), " (at most ", backend_.max_top_k(), ")"));
+  const Shape best{shape[0], k};
+  graph_.values.push_back({.shape = best, .dtype = DType::i32});
+  const int32_t indices = static_cast<int32_t>(graph_.values.size() - 1);
+  Value values = record({.kind = OpKind::top_k, .inputs = {logits.index}, .sibling_outputs = {indices}, .sizes = {k}},
+                        best);
+  return {values, {indices}};
 }
 
 Value Builder::all_reduce(Value x, parallel::ProcessGroup& group) {

@@ -55,6 +55,9 @@ class Builder {
   // x [rows, dim], indices i32 [count] -> [count, dim]
   Value gather_rows(Value x, Value indices);
 
+  // logits f32 [rows, vocab] -> {values f32 [rows, k], indices i32 [rows, k]} (Backend::top_k)
+  std::pair<Value, Value> top_k(Value logits, int64_t k);
+
   // Collectives over `group` (which must outlive the graph).
   // x f32 [rows, dim] -> the same values summed over every rank (in place).
   Value all_reduce(Value x, parallel::ProcessGroup& group);

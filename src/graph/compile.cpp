@@ -1,5 +1,7 @@
 #include "graph/compile.h"
 
+#include "graph/lower.h"
+
 #include <algorithm>
 #include <limits>
 
@@ -15,21 +17,21 @@ int32_t root_of(const Graph& graph, int32_t value) {
 
 // Uses of each value's memory by ops that do work: reshapes pass their uses on to
 // the viewed value. The graph output counts as one more use.
-std::vector<int> count_uses(const Graph& graph, const std::vector<bool>& live, int32_t output) {
+std::vector<int> count_uses(const Graph& graph, const std::vector<bool>& live, const std::vector<int32_t>& outputs) {
   std::vector<int> uses(graph.values.size(), 0);
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
     if (!live[n] || graph.nodes[n].kind == OpKind::reshape) continue;
     for (int32_t input : graph.nodes[n].inputs)
       if (input >= 0) ++uses[root_of(graph, input)];
   }
-  ++uses[root_of(graph, output)];
+  for (int32_t output : outputs) ++uses[root_of(graph, output)];
   return uses;
 }
 
 // The live node producing `value` directly (not through a view), or -1.
 int32_t producer_of(const std::vector<int32_t>& producer, int32_t value) { return value >= 0 ? producer[value] : -1; }
 
-size_t fuse(Graph& graph, std::vector<bool>& live, int32_t output) {
+size_t fuse(Graph& graph, std::vector<bool>& live, const std::vector<int32_t>& output) {
   std::vector<int32_t> producer(graph.values.size(), -1);
   for (size_t n = 0; n < graph.nodes.size(); ++n)
     if (graph.nodes[n].output >= 0) producer[graph.nodes[n].output] = static_cast<int32_t>(n);
@@ -149,9 +151,24 @@ size_t place(const std::vector<Allocation>& active, size_t size) {
 }  // namespace
 
 Executable compile(Graph graph, Value output, backends::Backend& backend, const CompileOptions& options) {
-  std::vector<bool> live(graph.nodes.size(), true);
+  return compile(std::move(graph), std::vector<Value>{output}, backend, options);
+}
+
+Executable compile(Graph graph, const std::vector<Value>& output_values, backends::Backend& backend,
+                   const CompileOptions& options) {
   Executable executable;
-  if (options.fuse) executable.fused_count_ = fuse(graph, live, output.index);
+  std::vector<int32_t> outputs;
+  for (Value value : output_values) outputs.push_back(value.index);
+  if (backend.compiles_graphs()) {
+    backends::ProgramSpec spec = lower_to_stablehlo(graph, outputs, backend, options.key);
+    executable.program_ = backend.compile_program(spec);
+    executable.tensors_.resize(graph.values.size());
+    for (size_t i = 0; i < outputs.size(); ++i) executable.tensors_[outputs[i]] = spec.results.at(i);
+    executable.nodes_ = std::move(graph.nodes);
+    return executable;
+  }
+  std::vector<bool> live(graph.nodes.size(), true);
+  if (options.fuse) executable.fused_count_ = fuse(graph, live, outputs);
 
   // Liveness of each memory root, in node order.
   constexpr int64_t forever = std::numeric_limits<int64_t>::max();
@@ -161,7 +178,7 @@ Executable compile(Graph graph, Value output, backends::Backend& backend, const 
     for (int32_t input : graph.nodes[n].inputs)
       if (input >= 0) last_use[root_of(graph, input)] = static_cast<int64_t>(n);
   }
-  last_use[root_of(graph, output.index)] = forever;
+  for (int32_t output : outputs) last_use[root_of(graph, output)] = forever;
 
   std::vector<size_t> offset(graph.values.size(), 0);
   std::vector<Allocation> active;
@@ -171,7 +188,7 @@ Executable compile(Graph graph, Value output, backends::Backend& backend, const 
     std::erase_if(active, [&](const Allocation& a) { return a.last_use < static_cast<int64_t>(n); });
     for_each_output(graph.nodes[n], [&](int32_t value) {
       if (graph.values[value].alias_of >= 0) return;
-      const size_t bytes = static_cast<size_t>(graph.values[value].shape.numel()) * sizeof(float);
+      const size_t bytes = static_cast<size_t>(graph.values[value].shape.numel()) * dtype_size(graph.values[value].dtype);
       const size_t size = (bytes + alignment - 1) / alignment * alignment;
       offset[value] = place(active, size);
       active.push_back({offset[value], size, std::max<int64_t>(last_use[value], static_cast<int64_t>(n))});
@@ -187,7 +204,7 @@ Executable compile(Graph graph, Value output, backends::Backend& backend, const 
       if (input >= 0) needed[input] = true;
     for_each_output(graph.nodes[n], [&](int32_t value) { needed[value] = true; });
   }
-  needed[output.index] = true;
+  for (int32_t output : outputs) needed[output] = true;
 
   executable.arena_ = backend.allocate({static_cast<int64_t>(arena_bytes)}, DType::u8);
   executable.tensors_.resize(graph.values.size());
@@ -200,7 +217,7 @@ Executable compile(Graph graph, Value output, backends::Backend& backend, const 
     }
     const int32_t root = root_of(graph, static_cast<int32_t>(v));
     if (graph.values[root].bound) continue;  // views of bound tensors were bound themselves
-    executable.tensors_[v] = executable.arena_.view_bytes(offset[root], value.shape, DType::f32);
+    executable.tensors_[v] = executable.arena_.view_bytes(offset[root], value.shape, value.dtype);
   }
   for (size_t n = 0; n < graph.nodes.size(); ++n)
     if (live[n] && graph.nodes[n].kind != OpKind::reshape) executable.nodes_.push_back(graph.nodes[n]);
@@ -208,6 +225,7 @@ Executable compile(Graph graph, Value output, backends::Backend& backend, const 
 }
 
 void Executable::run(backends::Backend& backend) const {
+  if (program_) return program_->run();
   backend.run_replayable(replay_, [&] {
     for (const Node& node : nodes_) execute_node(backend, node, tensors_);
   });

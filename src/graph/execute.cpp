@@ -20,6 +20,7 @@ const char* op_name(OpKind kind) {
     case OpKind::all_reduce: return "all_reduce";
     case OpKind::all_gather: return "all_gather";
     case OpKind::slice_columns: return "slice_columns";
+    case OpKind::top_k: return "top_k";
     case OpKind::linear_residual: return "linear_residual";
     case OpKind::gated_linear: return "gated_linear";
     case OpKind::rms_norm_linear: return "rms_norm_linear";
@@ -59,6 +60,7 @@ void execute_node(backends::Backend& backend, const Node& node, const std::vecto
       }
       return;
     }
+    case OpKind::top_k: return backend.top_k(in(0), out, tensors[node.sibling_outputs.at(0)]);
     case OpKind::linear_residual: return backend.linear_residual(in(0), in(1), in(2), in(3), out);
     case OpKind::gated_linear: return backend.gated_linear(in(0), in(1), in(2), in(3), in(4), out);
     case OpKind::rms_norm_linear: return backend.rms_norm_linear(in(0), in(1), node.eps, in(2), in(3), out);

@@ -27,6 +27,7 @@ enum class OpKind : uint8_t {
   all_reduce,      // (x): summed across the process group, in place
   all_gather,      // (x): columns gathered from every rank of the process group
   slice_columns,   // (x): this rank's column ranges of a whole activation
+  top_k,           // (logits): values, then sibling_outputs[0] the i32 indices; sizes = {k}
   // Fusions introduced by compile():
   linear_residual,  // (x, weight, bias|-1, residual)
   gated_linear,     // (x, gate_weight, gate_bias|-1, up_weight, up_bias|-1)
@@ -43,7 +44,8 @@ struct Node {
   OpKind kind;
   std::vector<int32_t> inputs;  // value indices; -1 for an absent optional input (a bias)
   int32_t output = -1;          // -1 for kv_cache_write
-  std::vector<int32_t> sibling_outputs{};  // sibling_linears: the outputs of its second and later weights
+  std::vector<int32_t> sibling_outputs{};  // sibling_linears: the outputs of its second and later weights;
+                                           // top_k: the indices
   float eps = 0;                // rms_norm, rms_norm_linear
   float scale = 0;              // attention
   int64_t sliding_window = 0;   // attention
@@ -69,7 +71,7 @@ struct Graph {
   std::vector<Node> nodes;
 };
 
-// Calls f(value) for each value `node` writes: its output, and a sibling_linears' others.
+// Calls f(value) for each value `node` writes: its output, and a sibling_linears' others (top_k's indices).
 template <typename F>
 void for_each_output(const Node& node, F f) {
   if (node.output >= 0) f(node.output);

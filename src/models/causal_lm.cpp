@@ -46,12 +46,21 @@ StaticCache CausalLM::allocate_cache(backends::Backend& backend, int64_t batch, 
                            dtype_size(kv_cache_dtype_);
     return (bytes + 63) / 64 * 64;
   };
-  uint64_t total = 0;
-  for (int64_t i = 0; i < config_.num_hidden_layers; ++i) total += 2 * layer_bytes(i);
-  const Tensor memory = backend.allocate({static_cast<int64_t>(total)}, DType::u8);
   StaticCache cache;
   cache.batch = batch;
   cache.max_cache_len = max_cache_len;
+  if (!backend.supports_views()) {  // opaque device buffers (PJRT): a pair of tensors per layer
+    for (int64_t i = 0; i < config_.num_hidden_layers; ++i) {
+      const Shape shape{batch, kv_heads_of(i), max_cache_len, config_.head_dim};
+      // Split over an SPMD program's devices by KV head, where they divide evenly.
+      cache.layers.push_back({backend.allocate_split(shape, kv_cache_dtype_, 1),
+                              backend.allocate_split(shape, kv_cache_dtype_, 1)});
+    }
+    return cache;
+  }
+  uint64_t total = 0;
+  for (int64_t i = 0; i < config_.num_hidden_layers; ++i) total += 2 * layer_bytes(i);
+  const Tensor memory = backend.allocate({static_cast<int64_t>(total)}, DType::u8);
   uint64_t offset = 0;
   for (int64_t i = 0; i < config_.num_hidden_layers; ++i) {
     const Shape shape{batch, kv_heads_of(i), max_cache_len, config_.head_dim};  // keys, values alike

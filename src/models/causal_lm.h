@@ -33,6 +33,10 @@ struct LoadOptions {
   // Where the weights live: each is copied to this backend's device as it loads (the CPU
   // backend keeps the host tensor, mapped or converted). Null: on the host.
   backends::Backend* device = nullptr;
+  // A device whose programs span several devices (device->partitions() > 1, pjrt SPMD):
+  // each whole weight is split across them as this plan (the architecture's default when
+  // empty) says: colwise styles along the output features, rowwise along the input.
+  parallel::TpPlan spmd_plan{};
 };
 
 struct ForwardInputs {

@@ -51,7 +51,13 @@ std::unique_ptr<CausalLM> create_causal_lm(const io::ModelConfig& config, const 
   if (!sharding.group) sharding.group = parallel::single_process_group();
   const bool distributed = sharding.group->size() > 1;
   if (distributed) sharding.plan = architecture.tp_plan().overridden_by(tensor_parallel.plan);
-  WeightLoader loader(checkpoint, options, config.source, sharding);
+  LoadOptions load_options = options;
+  if (options.device && options.device->partitions() > 1) {
+    SHARDLM_CHECK(!distributed, "tensor parallelism is either one SPMD program over a device's partitions or one "
+                                "process per rank, not both");
+    load_options.spmd_plan = architecture.tp_plan().overridden_by(options.spmd_plan);
+  }
+  WeightLoader loader(checkpoint, load_options, config.source, sharding);
   std::unique_ptr<CausalLM> model = architecture.create(config, loader);
   if (distributed) {
     for (const std::string& rule : loader.tensor_parallel().plan.unmatched_rules())

@@ -107,11 +107,11 @@ Tensor WeightLoader::require_part(const std::string& name, const Shape& expected
   if (stored.shape() != expected)
     fail("tensor '", name, "' has shape ", stored.shape().to_string(), " but ", config_source_, " implies ",
          expected.to_string(), ": config.json does not match the weights");
-  if (stored.dtype() == DType::i8) return finish_loading(load_quantized(name, stored, rows, columns));
+  if (stored.dtype() == DType::i8) return finish_loading(load_quantized(name, stored, rows, columns), name);
   if (!is_floating(stored.dtype()))
     fail("tensor '", name, "' is ", dtype_name(stored.dtype()),
          "; weights must be float32, bfloat16, float16, or int8 with block scales");
-  Tensor tensor = finish_loading(take_part(stored, rows, columns));
+  Tensor tensor = finish_loading(take_part(stored, rows, columns), name);
   // The part now lives elsewhere: the file's pages need not stay resident for it.
   if (tensor.raw() < stored.raw() ||
       static_cast<const uint8_t*>(tensor.raw()) >= static_cast<const uint8_t*>(stored.raw()) + stored.nbytes())
@@ -148,7 +148,22 @@ Tensor WeightLoader::in_huge_pages(const Tensor& tensor) {
   return tensor.quantized() ? placed.with_block_scales(place(tensor.block_scales())) : placed;
 }
 
-Tensor WeightLoader::finish_loading(Tensor tensor) {
+int WeightLoader::spmd_split_dim(const std::string& name, const Tensor& tensor) const {
+  if (!options_.device || options_.device->partitions() == 1) return -1;
+  switch (options_.spmd_plan.style_for(name).value_or(parallel::ShardStyle::replicate)) {
+    case parallel::ShardStyle::colwise:
+    case parallel::ShardStyle::colwise_gather_output:
+    case parallel::ShardStyle::packed_colwise:
+    case parallel::ShardStyle::embedding_rowwise: return 0;
+    case parallel::ShardStyle::rowwise:
+    case parallel::ShardStyle::rowwise_split_input:
+    case parallel::ShardStyle::packed_rowwise: return tensor.shape().rank() == 2 ? 1 : -1;
+    case parallel::ShardStyle::replicate: return -1;
+  }
+  return -1;
+}
+
+Tensor WeightLoader::finish_loading(Tensor tensor, const std::string& name) {
   if (tensor.dtype() != DType::i8) {
     if (options_.dtype && *options_.dtype != tensor.dtype()) tensor = tensor.to_dtype(*options_.dtype);
     if (options_.quantize_int8 && quantizable(tensor.shape())) tensor = quantize_int8(tensor);
@@ -157,7 +172,9 @@ Tensor WeightLoader::finish_loading(Tensor tensor) {
   if (on_host && (tensor.writable() || options_.copy_mapped_weights)) tensor = in_huge_pages(tensor);
   if (!matrix_dtype_ && tensor.shape().rank() == 2) matrix_dtype_ = tensor.dtype();
   loaded_bytes_ += tensor.nbytes() + (tensor.quantized() ? tensor.block_scales().nbytes() : 0);
-  return options_.device ? options_.device->to_device(tensor) : tensor;
+  if (!options_.device) return tensor;
+  const int split_dim = spmd_split_dim(name, tensor);
+  return split_dim >= 0 ? options_.device->to_device_split(tensor, split_dim) : options_.device->to_device(tensor);
 }
 
 parallel::ShardStyle WeightLoader::style_for(const std::string& name) const {

@@ -52,7 +52,9 @@ class WeightLoader {
   Tensor load_quantized(const std::string& name, Tensor values, const parallel::Segments* rows,
                         const parallel::Segments* columns) const;
   // Converts or quantizes a stored tensor (or part of one) as the options ask; counts its bytes.
-  Tensor finish_loading(Tensor tensor);
+  Tensor finish_loading(Tensor tensor, const std::string& name);
+  // The dimension an SPMD device splits weight `name` along (-1: whole on every device).
+  int spmd_split_dim(const std::string& name, const Tensor& tensor) const;
   // A host weight (and its block scales) moved into huge-page memory: carved out of
   // arena_, or left where it is when it already has a large mapping of its own.
   Tensor in_huge_pages(const Tensor& tensor);

@@ -142,7 +142,7 @@ TEST_P(GoldenFixture, CompiledEqualsEagerForEveryChunkSize) {
   fixture.generator.set_execution({.compile = false});
   Tensor eager = fixture.generator.forward(prompt, 0, true);
   EXPECT_LT(relative_error(eager.data<float>(), golden.data<float>(), golden.numel()), GetParam().tolerance);
-  for (int64_t chunk : {1, 7, 128}) {
+  for (int64_t chunk : {1, 7, 32, 128}) {
     fixture.generator.set_execution({.compile = true, .prefill_chunk_size = chunk});
     Tensor compiled = fixture.generator.forward(prompt, 0, true);
     EXPECT_LT(relative_error(compiled.data<float>(), eager.data<float>(), eager.numel()), GetParam().compiled_tolerance)

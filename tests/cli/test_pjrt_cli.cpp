@@ -1,0 +1,85 @@
+// `shardlm` on the pjrt backend as a user runs it: a second process with the same compile
+// cache compiles nothing, and every way a plugin can be wrong is a clear error.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "cli_runner.h"
+#include "test_util.h"
+
+namespace shardlm {
+namespace {
+
+using testing::CommandResult;
+
+bool mentions(const std::string& haystack, const std::string& needle) { return haystack.find(needle) != std::string::npos; }
+
+// Why `shardlm devices` says pjrt cannot run here, or "" when it can.
+std::string pjrt_unavailable() {
+  const CommandResult devices = testing::run_shardlm("devices");
+  for (size_t at = devices.out.find("\npjrt "); at != std::string::npos;) {
+    const std::string line = devices.out.substr(at + 1, devices.out.find('\n', at + 1) - at - 1);
+    return mentions(line, " yes ") ? "" : line;
+  }
+  return "shardlm devices lists no pjrt backend";
+}
+
+std::string fresh_directory(const std::string& name) {
+  const auto path = std::filesystem::temp_directory_path() / str_cat("shardlm_", name, "_", ::getpid());
+  std::filesystem::remove_all(path);
+  std::filesystem::create_directories(path);
+  return path.string();
+}
+
+TEST(PjrtCli, ASecondProcessWithTheSameCompileCacheCompilesNothing) {
+  if (const std::string why = pjrt_unavailable(); !why.empty()) GTEST_SKIP() << why;
+  const std::string cache = fresh_directory("compile_cache");
+  const std::string command =
+      "generate --device pjrt --compile-cache " + cache + " --input-ids 1,403,407 -n 8 --output ids --stats";
+  const CommandResult first = testing::run_shardlm(command), second = testing::run_shardlm(command);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_TRUE(mentions(first.err, "pjrt programs: 2 compiled, 0 loaded")) << first.err;
+  EXPECT_TRUE(mentions(second.err, "pjrt programs: 0 compiled, 2 loaded")) << second.err;
+  EXPECT_EQ(first.out, second.out);
+  size_t files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(cache)) files += entry.path().extension() == ".pjrt";
+  EXPECT_EQ(files, 2u);
+  std::filesystem::remove_all(cache);
+}
+
+TEST(PjrtCli, AMissingPluginIsAClearError) {
+  const CommandResult result = testing::run_shardlm("generate --device pjrt --pjrt-plugin /nonexistent/plugin.so -n 2");
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  EXPECT_TRUE(mentions(result.err, "/nonexistent/plugin.so")) << result.err;
+  EXPECT_TRUE(result.out.empty()) << result.out;
+}
+
+TEST(PjrtCli, AFileThatIsNotAPluginIsAClearError) {
+  const std::string directory = fresh_directory("not_a_plugin");
+  const std::string text_file = directory + "/plugin.so";
+  std::ofstream(text_file) << "not a shared library\n";
+  for (const std::string& path : {text_file, std::string("/lib/x86_64-linux-gnu/libz.so.1")}) {
+    if (!std::filesystem::exists(path)) continue;
+    const CommandResult result = testing::run_shardlm("generate --device pjrt --pjrt-plugin " + path + " -n 2");
+    EXPECT_EQ(result.exit_code, 1) << result.err;
+    EXPECT_TRUE(mentions(result.err, path)) << result.err;
+    EXPECT_TRUE(mentions(result.err, "PJRT")) << result.err;
+  }
+  std::filesystem::remove_all(directory);
+}
+
+TEST(PjrtCli, TpuWithoutLibtpuSaysWhereItLooked) {
+  const CommandResult result = testing::run_shardlm("generate --device tpu -n 2");
+  if (result.exit_code == 0) GTEST_SKIP() << "this machine has a TPU";
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  EXPECT_TRUE(mentions(result.err, "libtpu")) << result.err;
+  const CommandResult devices = testing::run_shardlm("devices");
+  EXPECT_TRUE(mentions(devices.out, "\ntpu ")) << devices.out;
+}
+
+}  // namespace
+}  // namespace shardlm
