@@ -87,6 +87,11 @@ class AutoModelForCausalLM {
   // Logits for every position of `input_ids` (a fresh sequence): [positions][vocab].
   std::vector<std::vector<float>> logits(const std::vector<int64_t>& input_ids);
 
+  // Compiles ahead of time, without generating, the executables that generate() with
+  // `config` needs for each batch size (one prefill chunk and one decode step each). On
+  // pjrt/tpu they land in the compile cache, so a later process compiles none of them.
+  void compile_ahead(const std::vector<int64_t>& batch_sizes, const GenerationConfig& config = {});
+
   // Compiles so far, and the timings of the last generate() call.
   int64_t compiles() const;
   struct Stats {

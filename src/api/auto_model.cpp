@@ -117,6 +117,11 @@ std::vector<std::vector<float>> AutoModelForCausalLM::logits(const std::vector<i
   return rows;
 }
 
+void AutoModelForCausalLM::compile_ahead(const std::vector<int64_t>& batch_sizes, const GenerationConfig& config) {
+  SHARDLM_CHECK(!batch_sizes.empty(), "compile_ahead: no batch sizes given");
+  for (int64_t batch : batch_sizes) impl_->generator->compile_ahead(batch, config);
+}
+
 int64_t AutoModelForCausalLM::compiles() const { return impl_->generator->compiles(); }
 
 AutoModelForCausalLM::Stats AutoModelForCausalLM::last_stats() const {

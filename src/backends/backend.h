@@ -185,14 +185,15 @@ class Backend {
   virtual void copy_from_host(const Tensor& source, const Tensor& destination) = 0;
 };
 
-// The backends this build has, and which of them can run here.
+// The backends this build has, and which of them can run here; pjrt reports `pjrt_plugin`
+// when given, else the plugin found as --device pjrt finds it.
 struct BackendInfo {
   std::string name;
   bool available = false;
   int device_count = 0;
   std::string detail;  // why it is unavailable, or what the devices are
 };
-std::vector<BackendInfo> list_backends();
+std::vector<BackendInfo> list_backends(const std::string& pjrt_plugin = "");
 
 struct BackendOptions {
   // The CPU backend's thread pool size; <= 0 means one per hardware thread.

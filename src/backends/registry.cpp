@@ -35,14 +35,14 @@ int device_index(const std::string& device_map, const std::string& kind) {
 
 }  // namespace
 
-std::vector<BackendInfo> list_backends() {
+std::vector<BackendInfo> list_backends(const std::string& pjrt_plugin) {
   unsigned threads = std::thread::hardware_concurrency();
   std::string tables;
   for (const cpu::MatmulKernels* table : cpu::available_matmul_kernels())
     tables += str_cat(tables.empty() ? "" : ", ", table->isa);
   return {{"cpu", true, 1,
            str_cat(threads, " hardware threads; matmul kernels ", cpu::matmul_kernels().isa, " (of ", tables, ")")},
-          cuda_info(), pjrt::plugin_info("tpu"), pjrt::plugin_info("pjrt")};
+          cuda_info(), pjrt::plugin_info("tpu"), pjrt::plugin_info("pjrt", pjrt_plugin)};
 }
 
 std::unique_ptr<Backend> create_backend(const std::string& device_map, const BackendOptions& options) {

@@ -17,6 +17,7 @@ void add_commands(CLI::App& app) {
   add_quantize_command(app);
   add_random_model_command(app);
   add_launch_command(app);
+  add_compile_command(app);
 }
 
 }  // namespace shardlm::cli

@@ -277,6 +277,21 @@ std::vector<std::vector<float>> Generator::prefill(const std::vector<std::vector
   return last_logits;
 }
 
+void Generator::compile_ahead(int64_t batch, const GenerationConfig& request) {
+  SHARDLM_CHECK(batch > 0, "compile ahead: the batch size must be positive, not ", batch);
+  const ResolvedGeneration settings =
+      resolve_generation(model_defaults_, request, 1, model_.config().max_position_embeddings);
+  SHARDLM_CHECK(settings.compile, "compile ahead: compilation is disabled (disable_compile / --no-compile)");
+  set_execution({true, settings.prefill_chunk_size});
+  if (settings.max_cache_len) {
+    prepare_cache(batch, *settings.max_cache_len);
+  } else {
+    ensure_cache(batch, 1 + settings.max_new_tokens);
+  }
+  slot("prefill", batch, settings.prefill_chunk_size, batch);
+  slot("decode", batch, 1, batch, candidate_count(settings.sampling, backend_.max_top_k(), model_.config().vocab_size));
+}
+
 std::vector<GenerationResult> Generator::generate(const std::vector<std::vector<int64_t>>& prompts,
                                                   const GenerationConfig& request, const TokenCallback& on_token,
                                                   const tokenizer::Tokenizer* text_tokenizer) {

@@ -94,6 +94,11 @@ class Generator {
   // when it does, else allocates the default length (or `needed`, if larger).
   void ensure_cache(int64_t batch, int64_t needed);
   void set_execution(const ExecutionOptions& options) { execution_ = options; }
+  // Compiles, without running them, the executables generate() uses for `batch` prompts
+  // under `request`: its prefill chunk and its decode step over the cache generate() would
+  // allocate for a short prompt (pin it with max_cache_len). A backend with a persistent
+  // compile cache (pjrt) keeps them there for later processes.
+  void compile_ahead(int64_t batch, const GenerationConfig& request);
 
   const GenerationConfig& model_defaults() const { return model_defaults_; }
   int64_t compiles() const { return compiled_.compiles(); }

@@ -62,6 +62,42 @@ std::vector<float> download(const Buffer& buffer) {
   return values;
 }
 
+// Plugins wrong in one way each (fake_pjrt_plugin.cpp): refused with the file named and
+// what to do, before anything of theirs beyond the version is called.
+TEST(PjrtPluginLoad, AnotherMajorVersionIsRefused) {
+  const std::string message = error_of([] { Plugin::load(SHARDLM_FAKE_PJRT_FLAW_1); });
+  EXPECT_TRUE(contains(message, SHARDLM_FAKE_PJRT_FLAW_1)) << message;
+  EXPECT_TRUE(contains(message, "speaks PJRT API 1.0")) << message;
+  EXPECT_TRUE(contains(message, "use a plugin built for PJRT 0.x")) << message;
+}
+
+TEST(PjrtPluginLoad, AnOlderMinorVersionIsRefused) {
+  const std::string message = error_of([] { Plugin::load(SHARDLM_FAKE_PJRT_FLAW_2); });
+  EXPECT_TRUE(contains(message, SHARDLM_FAKE_PJRT_FLAW_2)) << message;
+  EXPECT_TRUE(contains(message, "0.40, older than 0.57")) << message;
+  EXPECT_TRUE(contains(message, "use a newer plugin")) << message;
+}
+
+TEST(PjrtPluginLoad, AShortFunctionTableIsRefused) {
+  const std::string message = error_of([] { Plugin::load(SHARDLM_FAKE_PJRT_FLAW_3); });
+  EXPECT_TRUE(contains(message, SHARDLM_FAKE_PJRT_FLAW_3)) << message;
+  EXPECT_TRUE(contains(message, "PJRT_Buffer_ReadyEvent")) << message;
+  EXPECT_TRUE(contains(message, "use a newer plugin")) << message;
+}
+
+TEST(PjrtPluginLoad, AClientThatCannotStartCarriesThePluginsMessageAndCode) {
+  const std::shared_ptr<Plugin> plugin = Plugin::load(SHARDLM_FAKE_PJRT_FLAW_4);
+  try {
+    Client client(plugin, {});
+    ADD_FAILURE() << "the fake plugin's client started";
+  } catch (const PjrtError& error) {
+    const std::string message = error.what();
+    EXPECT_TRUE(contains(message, "PJRT_Client_Create")) << message;
+    EXPECT_TRUE(contains(message, "no device found")) << message;
+    EXPECT_EQ(error.code(), 5);  // absl NOT_FOUND
+  }
+}
+
 class PjrtClientTest : public ::testing::Test {
  protected:
   void SetUp() override {

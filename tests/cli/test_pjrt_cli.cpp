@@ -51,6 +51,33 @@ TEST(PjrtCli, ASecondProcessWithTheSameCompileCacheCompilesNothing) {
   std::filesystem::remove_all(cache);
 }
 
+// Ahead of time: `shardlm compile` for batch sizes 1 and 2 fills the cache with what
+// `generate` then needs for either batch, so generate compiles nothing.
+TEST(PjrtCli, CompileAheadLeavesGenerateNothingToCompile) {
+  if (const std::string why = pjrt_unavailable(); !why.empty()) GTEST_SKIP() << why;
+  const std::string cache = fresh_directory("compile_ahead");
+  const CommandResult compiled = testing::run_shardlm("compile --device pjrt --compile-cache " + cache + " -b 1,2 -n 8");
+  ASSERT_EQ(compiled.exit_code, 0) << compiled.err;
+  EXPECT_TRUE(mentions(compiled.out, "batch 1: prefill chunk and decode step over a 512-position cache: 2 compiled"))
+      << compiled.out;
+  EXPECT_TRUE(mentions(compiled.out, "batch 2: ")) << compiled.out;
+  const CommandResult one = testing::run_shardlm("generate --device pjrt --compile-cache " + cache +
+                                                 " --input-ids 1,403,407 -n 8 --output ids --stats");
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_TRUE(mentions(one.err, "pjrt programs: 0 compiled, 2 loaded")) << one.err;
+  const CommandResult two = testing::run_shardlm("generate --device pjrt --compile-cache " + cache +
+                                                 " -p \"Once upon\" -p \"The dog\" -n 8 --stats");
+  ASSERT_EQ(two.exit_code, 0) << two.err;
+  EXPECT_TRUE(mentions(two.err, "pjrt programs: 0 compiled, 2 loaded")) << two.err;
+  std::filesystem::remove_all(cache);
+}
+
+TEST(PjrtCli, CompileAheadOnTheCpuSaysThereIsNothingToKeep) {
+  const CommandResult result = testing::run_shardlm("compile --device cpu -b 1");
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  EXPECT_TRUE(mentions(result.err, "use --device pjrt or tpu")) << result.err;
+}
+
 TEST(PjrtCli, AMissingPluginIsAClearError) {
   const CommandResult result = testing::run_shardlm("generate --device pjrt --pjrt-plugin /nonexistent/plugin.so -n 2");
   EXPECT_EQ(result.exit_code, 1) << result.err;
@@ -70,6 +97,30 @@ TEST(PjrtCli, AFileThatIsNotAPluginIsAClearError) {
     EXPECT_TRUE(mentions(result.err, "PJRT")) << result.err;
   }
   std::filesystem::remove_all(directory);
+}
+
+TEST(PjrtCli, APluginOfAnotherApiVersionIsAClearError) {
+  const CommandResult result =
+      testing::run_shardlm(str_cat("generate --device pjrt --pjrt-plugin ", SHARDLM_FAKE_PJRT_FLAW_1, " -n 2"));
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  EXPECT_TRUE(mentions(result.err, SHARDLM_FAKE_PJRT_FLAW_1)) << result.err;
+  EXPECT_TRUE(mentions(result.err, "PJRT API 1.0")) << result.err;
+  EXPECT_TRUE(result.out.empty()) << result.out;
+}
+
+// As libtpu on a machine without a TPU: the plugin loads, its client does not start.
+TEST(PjrtCli, APluginWhoseClientCannotStartIsAClearError) {
+  const CommandResult result =
+      testing::run_shardlm(str_cat("generate --device pjrt --pjrt-plugin ", SHARDLM_FAKE_PJRT_FLAW_4, " -n 2"));
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  EXPECT_TRUE(mentions(result.err, SHARDLM_FAKE_PJRT_FLAW_4)) << result.err;
+  EXPECT_TRUE(mentions(result.err, "no device found")) << result.err;
+  EXPECT_TRUE(mentions(result.err, "shardlm devices")) << result.err;
+  EXPECT_TRUE(result.out.empty()) << result.out;
+  const CommandResult devices =
+      testing::run_shardlm(str_cat("devices --pjrt-plugin ", SHARDLM_FAKE_PJRT_FLAW_4));
+  EXPECT_EQ(devices.exit_code, 0) << devices.err;
+  EXPECT_TRUE(mentions(devices.out, "no device found")) << devices.out;
 }
 
 TEST(PjrtCli, TpuWithoutLibtpuSaysWhereItLooked) {

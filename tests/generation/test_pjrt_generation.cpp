@@ -124,6 +124,35 @@ TEST(PjrtGeneration, EveryStepUpdatesTheCacheInPlace) {
   EXPECT_EQ(after.donations_refused, before.donations_refused);
 }
 
+// The decode step reads only the cache blocks its positions reach and writes the cache in
+// place, so its time does not grow with max_cache_len. At 65536 positions the cache is
+// 80 MiB: a copy of it each step would make the step ten times slower or more, while the
+// bound (twice the time at 512 positions) leaves room for a noisy machine. Best of five
+// alternating runs per length.
+TEST(PjrtGeneration, DecodeTimeDoesNotGrowWithMaxCacheLen) {
+  SKIP_WITHOUT_PJRT();
+  AutoModelForCausalLM model = AutoModelForCausalLM::from_pretrained(
+      "embedded:stories260K", {.device_map = "pjrt", .compile_cache_dir = "none"});
+  const auto decode_seconds_per_token = [&](int64_t max_cache_len) {
+    GenerationConfig config{.max_new_tokens = 64};
+    config.max_cache_len = max_cache_len;
+    config.eos_token_id = std::vector<int64_t>{};
+    model.generate(BatchEncoding{{{1, 403, 407}}, {}}, config);
+    return 1.0 / model.last_stats().decode_tokens_per_s;
+  };
+  constexpr int64_t small_cache = 512, large_cache = 65536;
+  double small = 1e9, large = 1e9;
+  decode_seconds_per_token(small_cache), decode_seconds_per_token(large_cache);  // compiles both
+  for (int round = 0; round < 5; ++round) {
+    small = std::min(small, decode_seconds_per_token(small_cache));
+    large = std::min(large, decode_seconds_per_token(large_cache));
+  }
+  RecordProperty("decode_ms_small_cache", std::to_string(small * 1e3));
+  RecordProperty("decode_ms_large_cache", std::to_string(large * 1e3));
+  EXPECT_LT(large, 2.0 * small) << "decode step " << large * 1e3 << " ms at " << large_cache << " positions, "
+                                << small * 1e3 << " ms at " << small_cache;
+}
+
 // A position past the cache is refused before anything runs (the plugin would clamp it
 // into the last slot silently).
 TEST(PjrtGeneration, APositionOutsideTheCacheIsAnErrorNotAClampedWrite) {

@@ -134,43 +134,87 @@ Value kv_cache_write(Program& p, Value cache, Value entries, Value positions) {
   return p.scatter_rows(cache, indices, updates);
 }
 
+namespace {
+
+// Online softmax over the keys of one block (flash attention's update): the running row
+// maxima `max` and sums `sum` [batch, kv, group, seq] and the unnormalized output `acc`
+// [batch, kv, group, seq, head_dim], updated with keys, values f32 [batch, kv, n, head_dim] under
+// `shown` i1 [batch, seq, n].
+struct Softmax {
+  Value max, sum, acc;
+};
+
+Softmax absorb(Program& p, const Softmax& state, Value grouped, Value keys, Value values, Value shown, float scale) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const Value scores = p.dot_general(grouped, keys, {0, 1}, {0, 1}, {4}, {3});  // [batch, kv, group, seq, n]
+  const Value scaled = p.multiply(scores, splat(p, scale, scores.type));
+  const Value masked = p.select(p.broadcast(shown, scores.type.dims, {0, 3, 4}), scaled, splat(p, -inf, scaled.type));
+  const std::vector<int64_t> leading{0, 1, 2, 3};
+  const Value max = p.binary("maximum", state.max, p.reduce(masked, {4}, "maximum", -inf));
+  // A row that has seen no key yet keeps max -inf: exponents are taken from 0 instead.
+  const Value unseen = p.compare(max, splat(p, -inf, max.type), "EQ");
+  const Value base = p.select(unseen, splat(p, 0, max.type), max);
+  const Value correction = p.unary("exponential", p.subtract(state.max, base));
+  const Value weights = p.unary("exponential", p.subtract(masked, p.broadcast(base, scores.type.dims, leading)));
+  const Value sum = p.add(p.multiply(state.sum, correction), p.reduce(weights, {4}, "add", 0));
+  const Value block_out = p.dot_general(weights, values, {0, 1}, {0, 1}, {4}, {2});  // [batch, kv, group, seq, head_dim]
+  const Value acc = p.add(p.multiply(state.acc, p.broadcast(correction, block_out.type.dims, leading)), block_out);
+  return {max, sum, acc};
+}
+
+Value scalar_i32(Program& p, double value) { return splat(p, value, {{}, "i32"}); }
+
+}  // namespace
+
 Value attention(Program& p, Value q, Value k_cache, Value v_cache, const std::optional<StepEntries>& step,
                 Value positions, float scale, int64_t sliding_window) {
   const int64_t batch = q.type.dims[0], seq = q.type.dims[1], heads = q.type.dims[2], head_dim = q.type.dims[3];
   const int64_t kv_heads = k_cache.type.dims[1], max_cache_len = k_cache.type.dims[2], group = heads / kv_heads;
   // Query head h reads KV head h / group: [batch, kv_heads, group, seq, head_dim].
   const Value grouped = p.transpose(p.reshape(q, {batch, seq, kv_heads, group, head_dim}), {0, 2, 3, 1, 4});
-  Value keys = p.convert(k_cache, "f32"), values = p.convert(v_cache, "f32");  // [batch, kv_heads, keys, head_dim]
+  const Type rows{{batch, kv_heads, group, seq}, "f32"};
+  Softmax state{splat(p, -std::numeric_limits<double>::infinity(), rows), splat(p, 0, rows),
+                splat(p, 0, {{batch, kv_heads, group, seq, head_dim}, "f32"})};
 
-  // Which keys each query sees, [batch, seq, keys].
-  const Value query_at = spread(p, positions, max_cache_len, {0, 1});
-  Value mask = visible(p, p.iota(query_at.type, 2), query_at, sliding_window);
-  if (step) {
-    // Cache slots this step rewrites hold stale entries in the old cache: hidden.
-    const Value written_at = spread(p, positions, max_cache_len, {0, 1});  // [batch, seq', max_cache_len]
-    const Value slot_written = p.compare(written_at, p.iota(written_at.type, 2), "EQ");
-    const Value overwritten = p.reduce(slot_written, {1}, "or", 0);  // [batch, max_cache_len]
-    const Value stale = p.broadcast(overwritten, query_at.type.dims, {0, 2});
-    mask = logical(p, "and", mask, p.unary("not", stale));
-    const Value entry_at = spread(p, positions, seq, {0, 2}), query_sees = spread(p, positions, seq, {0, 1});
-    const Value real = p.compare(entry_at, splat(p, 0, entry_at.type), "GE");
-    mask = p.concatenate({mask, logical(p, "and", real, visible(p, entry_at, query_sees, sliding_window))}, 2);
+  // The cache in blocks, only as far as the furthest query reaches: a step's work follows
+  // the tokens cached, not max_cache_len (a stablehlo.while with a runtime trip count).
+  const int64_t block = std::min<int64_t>(max_cache_len, 256);
+  const Value furthest = p.reduce(positions, {0, 1}, "maximum", -1);
+  const Value blocks = p.divide(p.add(furthest, scalar_i32(p, static_cast<double>(block))),
+                                scalar_i32(p, static_cast<double>(block)));
+  const std::vector<Value> looped = p.while_loop(
+      {scalar_i32(p, 0), state.max, state.sum, state.acc},
+      [&](Program& r, const std::vector<Value>& v) { return std::vector{r.compare(v[0], blocks, "LT")}; },
+      [&](Program& r, const std::vector<Value>& v) {
+        const Value start = r.multiply(v[0], scalar_i32(r, static_cast<double>(block)));
+        // The last block is moved back to fit the cache; keys before `start` were seen already.
+        const Value first = r.binary("minimum", start, scalar_i32(r, static_cast<double>(max_cache_len - block)));
+        const Value zero = scalar_i32(r, 0);
+        const std::vector<int64_t> sizes{batch, kv_heads, block, head_dim};
+        const Value keys = r.convert(r.dynamic_slice(k_cache, {zero, zero, first, zero}, sizes), "f32");
+        const Value values = r.convert(r.dynamic_slice(v_cache, {zero, zero, first, zero}, sizes), "f32");
+        const Value query_at = spread(r, positions, block, {0, 1});  // [batch, seq, block]
+        const Value key_at = r.add(r.iota(query_at.type, 2), r.broadcast(first, query_at.type.dims, {}));
+        Value shown = logical(r, "and", visible(r, key_at, query_at, sliding_window),
+                              r.compare(key_at, r.broadcast(start, query_at.type.dims, {}), "GE"));
+        if (step) {  // slots this step rewrites hold stale entries: hidden
+          const Value stale = r.reduce(r.compare(query_at, key_at, "EQ"), {1}, "or", 0);  // [batch, block]
+          shown = logical(r, "and", shown, r.unary("not", r.broadcast(stale, query_at.type.dims, {0, 2})));
+        }
+        const Softmax next = absorb(r, {v[1], v[2], v[3]}, grouped, keys, values, shown, scale);
+        return std::vector{r.add(v[0], scalar_i32(r, 1)), next.max, next.sum, next.acc};
+      });
+  state = {looped[1], looped[2], looped[3]};
+  if (step) {  // this step's own entries, as the cache will hold them
     const auto as_cache = [&](Value entries) {  // [batch, seq, kv_heads, head_dim] -> [batch, kv_heads, seq, head_dim]
       return p.transpose(rounded_to(p, entries, k_cache.type.element), {0, 2, 1, 3});
     };
-    keys = p.concatenate({keys, as_cache(step->keys)}, 2);
-    values = p.concatenate({values, as_cache(step->values)}, 2);
+    const Value entry_at = spread(p, positions, seq, {0, 2}), query_sees = spread(p, positions, seq, {0, 1});
+    const Value real = p.compare(entry_at, splat(p, 0, entry_at.type), "GE");
+    const Value shown = logical(p, "and", real, visible(p, entry_at, query_sees, sliding_window));
+    state = absorb(p, state, grouped, as_cache(step->keys), as_cache(step->values), shown, scale);
   }
-  const Value scores = p.dot_general(grouped, keys, {0, 1}, {0, 1}, {4}, {3});  // [batch, kv, group, seq, keys]
-  const Value scaled = p.multiply(scores, splat(p, scale, scores.type));
-  const Value shown = p.broadcast(mask, scores.type.dims, {0, 3, 4});
-  const Value masked = p.select(shown, scaled, splat(p, -std::numeric_limits<double>::infinity(), scaled.type));
-  const Value maximum = p.reduce(masked, {4}, "maximum", -std::numeric_limits<double>::infinity());
-  const std::vector<int64_t> leading{0, 1, 2, 3};
-  const Value weights = p.unary("exponential", p.subtract(masked, p.broadcast(maximum, scores.type.dims, leading)));
-  const Value sum = p.reduce(weights, {4}, "add", 0);
-  Value out = p.dot_general(weights, values, {0, 1}, {0, 1}, {4}, {2});  // [batch, kv, group, seq, head_dim]
-  out = p.divide(out, p.broadcast(sum, out.type.dims, leading));
+  Value out = p.divide(state.acc, p.broadcast(state.sum, state.acc.type.dims, {0, 1, 2, 3}));
   out = p.reshape(p.transpose(out, {0, 3, 1, 2, 4}), {batch, seq, heads, head_dim});
   // Padding queries (negative position) see nothing: zeros, as the reference gives.
   const Value real_query = p.compare(positions, splat(p, 0, positions.type), "GE");

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -25,10 +26,27 @@ std::shared_ptr<Client> shared_client(const std::string& path) {
   // XLA logs through absl to stderr (partitioner notices, per-compile INFO lines): shown
   // only with --verbose, unless the user set the level.
   if (log::level() > log::Level::info) ::setenv("TF_CPP_MIN_LOG_LEVEL", "2", /*overwrite=*/0);
+  // XLA:CPU copies a donated KV cache that the same program also reads unless its copy
+  // insertion analyses regions (a decode step's time then grows with max_cache_len). The
+  // flag is XLA:CPU's: other plugins' flag parsers may reject it.
+  const std::string file = std::filesystem::path(path).filename().string();
+  if (file.find("cpu") != std::string::npos) {
+    std::string flags = std::getenv("XLA_FLAGS") ? std::getenv("XLA_FLAGS") : "";
+    if (flags.find("xla_cpu_copy_insertion_use_region_analysis") == std::string::npos)
+      ::setenv("XLA_FLAGS", (flags + " --xla_cpu_copy_insertion_use_region_analysis=true").c_str(), 1);
+  }
   // Without a TPU, libtpu retries the cloud metadata server for minutes before it says so.
   if (path.find("libtpu") != std::string::npos && !std::getenv("SHARDLM_TPU_QUERY_METADATA"))
     ::setenv("TPU_SKIP_MDS_QUERY", "1", /*overwrite=*/0);
-  auto client = std::make_shared<Client>(Plugin::load(path), std::vector<NamedOption>{});
+  std::shared_ptr<Client> client;
+  try {
+    client = std::make_shared<Client>(Plugin::load(path), std::vector<NamedOption>{});
+  } catch (const PjrtError& error) {
+    throw PjrtError(str_cat(error.what(), "\nThe plugin loaded but could not start a client: its devices are missing "
+                                          "or not visible to this process (libtpu needs a TPU VM). `shardlm devices` "
+                                          "shows what each plugin finds; --device cpu runs without one."),
+                    error.code());
+  }
   return clients.emplace(path, std::move(client)).first->second;
 }
 
@@ -64,7 +82,9 @@ class ProgramCompiler {
     auto found = memory_.find(text);
     if (found != memory_.end()) return found->second;
     const std::string options = compile_options_bytes(partitions_);
-    const std::string file = ProgramCache::key(text, options, identity());
+    // XLA_FLAGS change what the plugin compiles, so they are part of the file's key.
+    const char* flags = std::getenv("XLA_FLAGS");
+    const std::string file = ProgramCache::key(text, options, identity() + " XLA_FLAGS=" + (flags ? flags : ""));
     std::shared_ptr<Executable> executable;
     const auto start = std::chrono::steady_clock::now();
     if (std::optional<std::string> bytes = disk_.load(file)) {

@@ -317,6 +317,41 @@ std::vector<Value> Program::best_of_rows(Value keys, Value payload) {
   return {{name + "#0", values}, {name + "#1", indices}};
 }
 
+Value Program::dynamic_slice(Value x, const std::vector<Value>& starts, const std::vector<int64_t>& sizes) {
+  std::vector<Value> operands{x};
+  operands.insert(operands.end(), starts.begin(), starts.end());
+  return op("dynamic_slice", operands, {sizes, x.type.element}, "slice_sizes = " + i64_array(sizes));
+}
+
+std::vector<Value> Program::while_loop(const std::vector<Value>& state, const Region& condition, const Region& body) {
+  std::vector<Type> types;
+  for (const Value& value : state) types.push_back(value.type);
+  const auto region = [&](const Region& build) {
+    std::vector<Value> arguments;
+    std::string text = "{\n    ^bb0(";
+    for (size_t i = 0; i < types.size(); ++i) {
+      arguments.push_back({fresh(), types[i]});
+      text += (i ? ", " : "") + arguments.back().name + ": " + types[i].str();
+    }
+    text += "):\n";
+    std::string outer;
+    std::swap(outer, body_);
+    const std::vector<Value> results = build(*this, arguments);
+    std::swap(outer, body_);
+    text += outer + "      \"stablehlo.return\"(";
+    for (size_t i = 0; i < results.size(); ++i) text += (i ? ", " : "") + results[i].name;
+    text += ") : (";
+    for (size_t i = 0; i < results.size(); ++i) text += (i ? ", " : "") + results[i].type.str();
+    return text + ") -> ()\n    }";
+  };
+  const std::string regions = region(condition) + ", " + region(body);
+  const std::string name = emit("while", state, types, "", regions);
+  if (state.size() == 1) return {{name, types[0]}};
+  std::vector<Value> results;
+  for (size_t i = 0; i < types.size(); ++i) results.push_back({str_cat(name, "#", i), types[i]});
+  return results;
+}
+
 Value Program::scatter_rows(Value operand, Value indices, Value updates) {
   const Type element{{}, operand.type.element};
   const std::string old_value = fresh(), new_value = fresh(), e = element.str();

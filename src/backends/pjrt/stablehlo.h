@@ -6,6 +6,7 @@
 // bug is a shardlm error naming the op, not a plugin parse failure.
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -85,6 +86,14 @@ class Program {
   // The best key of each row of keys f32 [rows, n] by sort_descending's order, with its
   // payload i32 [rows, n]: one pass, no sort -> {keys [rows], payload [rows]}.
   std::vector<Value> best_of_rows(Value keys, Value payload);
+  // x sliced to `sizes` from the runtime start `starts` (i32 scalars, one per dim; clamped
+  // so that the slice fits, as stablehlo.dynamic_slice does).
+  Value dynamic_slice(Value x, const std::vector<Value>& starts, const std::vector<int64_t>& sizes);
+  // A loop over `state` (stablehlo.while): `condition` maps the state to an i1 scalar (go
+  // on), `body` to the next state. Both add their ops to regions of their own; they may
+  // read values defined before the loop.
+  using Region = std::function<std::vector<Value>(Program&, const std::vector<Value>&)>;
+  std::vector<Value> while_loop(const std::vector<Value>& state, const Region& condition, const Region& body);
   // operand [B, H, L, D] with updates [N, H, D] at (b, l) = indices i32 [N, 2]: an index
   // outside the operand drops its update (XLA's scatter semantics).
   Value scatter_rows(Value operand, Value indices, Value updates);
