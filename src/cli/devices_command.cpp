@@ -14,7 +14,7 @@ void add_devices_command(CLI::App& app) {
   auto plugin = std::make_shared<std::string>();
   command->add_option("--pjrt-plugin", *plugin,
                       "The PJRT plugin to list as pjrt (default: $SHARDLM_PJRT_PLUGIN, else the XLA:CPU plugin "
-                      "that scripts/setup.sh installed)");
+                      "that scripts/fetch_pjrt_plugin.sh installed)");
   command->callback([plugin] {
     const std::vector<backends::BackendInfo> backends = backends::list_backends(*plugin);
     std::printf("%-6s %-10s %-8s %s\n", "name", "available", "devices", "detail");

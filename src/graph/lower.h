@@ -1,7 +1,7 @@
 #pragma once
 // A recorded Graph -> one StableHLO program (backends::ProgramSpec) for a backend that
-// compiles whole graphs (pjrt). Each node is lowered by its row of the op table
-// (graph/ops.cpp) through backends/pjrt/lowering.h. Bound tensors become parameters
+// compiles whole graphs (pjrt). Each node is lowered by the op's case in Lowering::lower
+// (lower.cpp) through backends/pjrt/lowering.h. Bound tensors become parameters
 // (one per device buffer, however many views of it the graph binds); a KV cache the
 // graph writes is donated and comes back as a result aliased to it, so every step
 // updates it in place; the graph's outputs are the first results.

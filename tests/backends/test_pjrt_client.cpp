@@ -104,7 +104,7 @@ class PjrtClientTest : public ::testing::Test {
     std::string searched;
     const std::string path = find_plugin("pjrt", "", &searched);
     if (path.empty())
-      GTEST_SKIP() << "no PJRT plugin (looked at " << searched << "; scripts/setup.sh installs XLA:CPU's, or point "
+      GTEST_SKIP() << "no PJRT plugin (looked at " << searched << "; scripts/fetch_pjrt_plugin.sh installs XLA:CPU's, or point "
                    << "SHARDLM_PJRT_PLUGIN at pjrt_c_api_cpu_plugin.so from the lammps-jax-pjrt-cpu wheel)";
     if (!std::filesystem::is_regular_file(path))
       GTEST_SKIP() << "SHARDLM_PJRT_PLUGIN=" << path << " is not a file";

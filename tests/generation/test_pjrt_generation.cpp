@@ -1,6 +1,6 @@
 // Generation on the pjrt backend with the XLA:CPU plugin: the run.c goldens of stories260K,
 // the number of programs a workload compiles, and the KV cache updated in place. Skipped
-// (with the reason) where this build has no plugin: scripts/setup.sh installs one.
+// (with the reason) where this build has no plugin: scripts/fetch_pjrt_plugin.sh installs one.
 #include <gtest/gtest.h>
 
 #include <shardlm/shardlm.h>

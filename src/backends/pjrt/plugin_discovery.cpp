@@ -53,7 +53,7 @@ std::string find_plugin(const std::string& kind, const std::string& explicit_pat
     if (const std::string path = env("SHARDLM_PJRT_PLUGIN"); !path.empty())
       candidates.emplace_back("SHARDLM_PJRT_PLUGIN", path);
 #ifdef SHARDLM_DEFAULT_PJRT_PLUGIN
-    candidates.emplace_back("the plugin scripts/setup.sh installed", SHARDLM_DEFAULT_PJRT_PLUGIN);
+    candidates.emplace_back("the plugin scripts/fetch_pjrt_plugin.sh installed", SHARDLM_DEFAULT_PJRT_PLUGIN);
 #endif
   }
   std::string looked;
