@@ -132,6 +132,14 @@ void Generator::prepare_cache(int64_t batch, int64_t max_cache_len) {
   cache_ = model_.allocate_cache(backend_, batch, max_cache_len);
 }
 
+void Generator::size_cache(int64_t batch, const ResolvedGeneration& settings, int64_t longest_prompt) {
+  if (settings.max_cache_len) {
+    prepare_cache(batch, *settings.max_cache_len);
+  } else {
+    ensure_cache(batch, longest_prompt + settings.max_new_tokens);
+  }
+}
+
 graph::CompileKey Generator::key_for(const char* phase, int64_t batch, int64_t tokens, int64_t logit_rows,
                                      int64_t candidates) const {
   return {.phase = phase,
@@ -283,11 +291,7 @@ void Generator::compile_ahead(int64_t batch, const GenerationConfig& request) {
       resolve_generation(model_defaults_, request, 1, model_.config().max_position_embeddings);
   SHARDLM_CHECK(settings.compile, "compile ahead: compilation is disabled (disable_compile / --no-compile)");
   set_execution({true, settings.prefill_chunk_size});
-  if (settings.max_cache_len) {
-    prepare_cache(batch, *settings.max_cache_len);
-  } else {
-    ensure_cache(batch, 1 + settings.max_new_tokens);
-  }
+  size_cache(batch, settings, 1);
   slot("prefill", batch, settings.prefill_chunk_size, batch);
   slot("decode", batch, 1, batch, candidate_count(settings.sampling, backend_.max_top_k(), model_.config().vocab_size));
 }
@@ -310,11 +314,7 @@ std::vector<GenerationResult> Generator::generate(const std::vector<std::vector<
   set_execution({settings.compile, settings.prefill_chunk_size});
 
   const int64_t batch = static_cast<int64_t>(prompts.size());
-  if (settings.max_cache_len) {
-    prepare_cache(batch, *settings.max_cache_len);
-  } else {
-    ensure_cache(batch, longest + settings.max_new_tokens);
-  }
+  size_cache(batch, settings, longest);
 
   const int64_t compiles_before = compiles();
   stats_ = {};

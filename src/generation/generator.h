@@ -120,6 +120,9 @@ class Generator {
     graph::Value logits, best_values, best_ids;  // best_*: the top_k in the graph, when its key has candidates
     Tensor eager_logits;  // the last eager run's logits (on the device)
   };
+  // The cache generate() uses under `settings`: max_cache_len when set, else one that
+  // holds the longest prompt and its new tokens.
+  void size_cache(int64_t batch, const ResolvedGeneration& settings, int64_t longest_prompt);
   graph::CompileKey key_for(const char* phase, int64_t batch, int64_t tokens, int64_t logit_rows,
                             int64_t candidates) const;
   StepSlot make_slot(const graph::CompileKey& key) const;
