@@ -49,6 +49,9 @@ struct PretrainedOptions {
   // tpu/pjrt: the directory of compiled programs kept across processes; empty: the default
   // ($SHARDLM_COMPILE_CACHE, else ~/.cache/shardlm/pjrt); "none": compile every process.
   std::string compile_cache_dir{};
+  // tpu/pjrt: compile for these devices without having them (libtpu: "v5e:2x2"): programs go
+  // into the compile cache only and nothing runs (compile_ahead; docs/PJRT.md).
+  std::string pjrt_topology{};
   // For a model id: a branch, tag or commit hash.
   std::string revision = "main";
   // CPU threads for the kernels; 0 uses one per hardware thread.

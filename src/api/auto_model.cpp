@@ -51,6 +51,7 @@ AutoModelForCausalLM AutoModelForCausalLM::from_pretrained(const std::string& pa
         {.threads = api::default_threads(options.threads, ranks_on_host),
          .pjrt_plugin = options.pjrt_plugin,
          .compile_cache_dir = options.compile_cache_dir,
+         .pjrt_topology = options.pjrt_topology,
          .partitions = spmd ? options.distributed_config->tp_size : 1});
     if (tensor_parallel.group) tensor_parallel.group = api::device_process_group(tensor_parallel.group, *impl->backend);
     impl->checkpoint = io::Checkpoint::open(files);

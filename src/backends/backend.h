@@ -203,6 +203,8 @@ struct BackendOptions {
   // pjrt/tpu: where compiled programs are kept across processes; empty: the default under
   // the user's cache directory; "none": no on-disk cache.
   std::string compile_cache_dir{};
+  // pjrt/tpu: a topology to compile for without its devices (see PretrainedOptions).
+  std::string pjrt_topology{};
   // pjrt/tpu: devices one program spans (tensor parallelism as one SPMD program).
   int partitions = 1;
 };

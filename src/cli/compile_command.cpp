@@ -19,6 +19,10 @@ struct CompileArguments {
 };
 
 void run(CompileArguments& args) {
+  const bool pjrt_device = args.model.device.starts_with("tpu") || args.model.device.starts_with("pjrt");
+  if (!args.model.topology.empty() && !pjrt_device)
+    fail("--topology describes PJRT devices (libtpu: v5e:2x2) to compile for: use it with --device tpu, not --device ",
+         args.model.device);
   LoadedModel loaded = load_model(args.model);
   AutoModelForCausalLM& model = loaded.model;
   if (!model.impl().backend->compiles_graphs())
@@ -31,11 +35,13 @@ void run(CompileArguments& args) {
     model.compile_ahead({batch}, config);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const AutoModelForCausalLM::Stats after = model.last_stats();
-    std::printf("batch %lld: prefill chunk and decode step over a %lld-position cache: %lld compiled, %lld loaded from "
-                "the compile cache (%.2f s)\n",
+    std::printf("batch %lld: prefill chunk and decode step over a %lld-position cache%s: %lld compiled, %lld %s the "
+                "compile cache (%.2f s)\n",
                 static_cast<long long>(batch), static_cast<long long>(model.impl().generator->max_cache_len()),
+                args.model.topology.empty() ? "" : (" for topology " + args.model.topology).c_str(),
                 static_cast<long long>(after.programs_compiled - before.programs_compiled),
-                static_cast<long long>(after.programs_loaded - before.programs_loaded), seconds);
+                static_cast<long long>(after.programs_loaded - before.programs_loaded),
+                args.model.topology.empty() ? "loaded from" : "already in", seconds);
     std::fflush(stdout);
   }
 }
@@ -55,6 +61,10 @@ void add_compile_command(CLI::App& app) {
       ->delimiter(',')
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  command->add_option("--topology", args->model.topology,
+                      "Compile for devices this machine does not have, e.g. v5e:2x2 or v4:2x2x1 with --device tpu "
+                      "(libtpu, no TPU needed): the programs go into --compile-cache, to be copied to the TPU "
+                      "machine; the plugin must support PJRT_Compile");
   command->callback([args] { run(*args); });
 }
 

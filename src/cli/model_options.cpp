@@ -110,6 +110,7 @@ LoadedModel load_model(const ModelArguments& args) {
   options.device_map = args.device;
   options.pjrt_plugin = args.pjrt_plugin;
   options.compile_cache_dir = args.compile_cache;
+  options.pjrt_topology = args.topology;
   if (!args.dtype.empty()) options.dtype = parse_dtype(args.dtype);
   options.threads = args.threads;
   options.quantize = args.quantize;

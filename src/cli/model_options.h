@@ -21,6 +21,7 @@ struct ModelArguments {
   int tp_size = 1;
   std::string tp_plan_file;
   std::string pjrt_plugin, compile_cache;
+  std::string topology;  // set by `shardlm compile --topology` only
 };
 
 struct SamplingArguments {

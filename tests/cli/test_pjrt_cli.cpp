@@ -34,6 +34,13 @@ std::string fresh_directory(const std::string& name) {
   return path.string();
 }
 
+size_t programs_in(const std::string& cache) {
+  size_t files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(cache))
+    files += entry.path().extension() == ".pjrt" && entry.file_size() > 0;
+  return files;
+}
+
 TEST(PjrtCli, ASecondProcessWithTheSameCompileCacheCompilesNothing) {
   if (const std::string why = pjrt_unavailable(); !why.empty()) GTEST_SKIP() << why;
   const std::string cache = fresh_directory("compile_cache");
@@ -45,9 +52,7 @@ TEST(PjrtCli, ASecondProcessWithTheSameCompileCacheCompilesNothing) {
   EXPECT_TRUE(mentions(first.err, "pjrt programs: 2 compiled, 0 loaded")) << first.err;
   EXPECT_TRUE(mentions(second.err, "pjrt programs: 0 compiled, 2 loaded")) << second.err;
   EXPECT_EQ(first.out, second.out);
-  size_t files = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(cache)) files += entry.path().extension() == ".pjrt";
-  EXPECT_EQ(files, 2u);
+  EXPECT_EQ(programs_in(cache), 2u);
   std::filesystem::remove_all(cache);
 }
 
@@ -70,6 +75,42 @@ TEST(PjrtCli, CompileAheadLeavesGenerateNothingToCompile) {
   ASSERT_EQ(two.exit_code, 0) << two.err;
   EXPECT_TRUE(mentions(two.err, "pjrt programs: 0 compiled, 2 loaded")) << two.err;
   std::filesystem::remove_all(cache);
+}
+
+// A TPU user's preparation on a machine without a TPU: libtpu compiles for a v5e 2x2
+// topology through PJRT_Compile, and the executables land in the compile cache.
+TEST(PjrtCli, CompilesForATpuTopologyOnAMachineWithoutATpu) {
+  const std::string libtpu = SHARDLM_TEST_LIBTPU;
+  if (!std::filesystem::exists(libtpu)) GTEST_SKIP() << "no libtpu at " << libtpu << " (scripts/fetch_pjrt_plugin.sh)";
+  const std::string cache = fresh_directory("topology");
+  const std::string command =
+      str_cat("compile --device tpu --pjrt-plugin ", libtpu, " --topology v5e:2x2 --compile-cache ", cache, " -b 1 -n 8");
+  const CommandResult first = testing::run_shardlm(command);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_TRUE(mentions(first.out, "batch 1: prefill chunk and decode step over a 512-position cache for topology "
+                                  "v5e:2x2: 2 compiled, 0 already in the compile cache"))
+      << first.out;
+  EXPECT_EQ(programs_in(cache), 2u);
+  const CommandResult second = testing::run_shardlm(command);
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_TRUE(mentions(second.out, "0 compiled, 2 already in the compile cache")) << second.out;
+
+  const CommandResult unknown = testing::run_shardlm(
+      str_cat("compile --device tpu --pjrt-plugin ", libtpu, " --topology v99:9x9 --compile-cache ", cache, " -b 1"));
+  EXPECT_EQ(unknown.exit_code, 1) << unknown.err;
+  EXPECT_TRUE(mentions(unknown.err, "PJRT_TopologyDescription_Create")) << unknown.err;
+  EXPECT_TRUE(mentions(unknown.err, "libtpu.so")) << unknown.err;
+  const CommandResult nowhere = testing::run_shardlm(
+      str_cat("compile --device tpu --pjrt-plugin ", libtpu, " --topology v5e:2x2 --compile-cache none -b 1"));
+  EXPECT_EQ(nowhere.exit_code, 1) << nowhere.err;
+  EXPECT_TRUE(mentions(nowhere.err, "--compile-cache none leaves nowhere to put them")) << nowhere.err;
+  std::filesystem::remove_all(cache);
+}
+
+TEST(PjrtCli, ATopologyIsRefusedForTheCpu) {
+  const CommandResult result = testing::run_shardlm("compile --device cpu --topology v5e:2x2 -b 1");
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  EXPECT_TRUE(mentions(result.err, "use it with --device tpu")) << result.err;
 }
 
 TEST(PjrtCli, CompileAheadOnTheCpuSaysThereIsNothingToKeep) {

@@ -396,6 +396,59 @@ struct PJRT_Buffer_ReadyEvent_Args {
   PJRT_Event* event;  // out
 };
 
+// ---- compiling without devices (a topology) -----------------------------------------
+
+struct PJRT_TopologyDescription_Create_Args {
+  size_t struct_size;
+  PJRT_Extension_Base* extension_start;
+  const char* topology_name;  // e.g. "v5e:2x2" for libtpu
+  size_t topology_name_size;
+  const PJRT_NamedValue* create_options;
+  size_t num_options;
+  PJRT_TopologyDescription* topology;  // out
+};
+
+struct PJRT_TopologyDescription_Destroy_Args {
+  size_t struct_size;
+  PJRT_Extension_Base* extension_start;
+  PJRT_TopologyDescription* topology;
+};
+
+// PlatformName and PlatformVersion share this layout; the strings live as long as the topology.
+struct PJRT_TopologyDescription_PlatformString_Args {
+  size_t struct_size;
+  PJRT_Extension_Base* extension_start;
+  PJRT_TopologyDescription* topology;
+  const char* text;  // out
+  size_t text_size;  // out
+};
+
+struct PJRT_TopologyDescription_GetDeviceDescriptions_Args {
+  size_t struct_size;
+  PJRT_Extension_Base* extension_start;
+  PJRT_TopologyDescription* topology;
+  void* const* descriptions;  // out, PJRT_DeviceDescription*
+  size_t num_descriptions;    // out
+};
+
+struct PJRT_Compile_Args {
+  size_t struct_size;
+  PJRT_Extension_Base* extension_start;
+  const PJRT_TopologyDescription* topology;
+  const PJRT_Program* program;
+  const char* compile_options;  // serialized xla.CompileOptionsProto
+  size_t compile_options_size;
+  PJRT_Client* client;  // optional
+  PJRT_Executable* executable;  // out: not loaded; serialize it
+};
+
+struct PJRT_Client_TopologyDescription_Args {
+  size_t struct_size;
+  PJRT_Extension_Base* extension_start;
+  PJRT_Client* client;
+  PJRT_TopologyDescription* topology;  // out, owned by the client
+};
+
 // ---- the function table -------------------------------------------------------------
 
 struct PJRT_Api {
@@ -485,7 +538,37 @@ struct PJRT_Api {
   PJRT_Error* (*PJRT_Buffer_ToHostBuffer)(PJRT_Buffer_ToHostBuffer_Args* args);
   void* PJRT_Buffer_IsOnCpu;
   PJRT_Error* (*PJRT_Buffer_ReadyEvent)(PJRT_Buffer_ReadyEvent_Args* args);
-  // Upstream continues (PJRT_Buffer_UnsafePointer, ...); nothing past here is called.
+  // The slots above are what a client needs (Plugin::load checks the table reaches them);
+  // those below only compiling for a topology without devices, checked when asked for.
+  void* PJRT_Buffer_UnsafePointer;
+  void* PJRT_Buffer_IncreaseExternalReferenceCount;
+  void* PJRT_Buffer_DecreaseExternalReferenceCount;
+  void* PJRT_Buffer_OpaqueDeviceMemoryDataPointer;
+
+  void* PJRT_CopyToDeviceStream_Destroy;
+  void* PJRT_CopyToDeviceStream_AddChunk;
+  void* PJRT_CopyToDeviceStream_TotalBytes;
+  void* PJRT_CopyToDeviceStream_GranuleSize;
+  void* PJRT_CopyToDeviceStream_CurrentBytes;
+
+  PJRT_Error* (*PJRT_TopologyDescription_Create)(PJRT_TopologyDescription_Create_Args* args);
+  PJRT_Error* (*PJRT_TopologyDescription_Destroy)(PJRT_TopologyDescription_Destroy_Args* args);
+  PJRT_Error* (*PJRT_TopologyDescription_PlatformName)(PJRT_TopologyDescription_PlatformString_Args* args);
+  PJRT_Error* (*PJRT_TopologyDescription_PlatformVersion)(PJRT_TopologyDescription_PlatformString_Args* args);
+  PJRT_Error* (*PJRT_TopologyDescription_GetDeviceDescriptions)(
+      PJRT_TopologyDescription_GetDeviceDescriptions_Args* args);
+  void* PJRT_TopologyDescription_Serialize;
+  void* PJRT_TopologyDescription_Attributes;
+
+  PJRT_Error* (*PJRT_Compile)(PJRT_Compile_Args* args);
+
+  void* PJRT_Executable_OutputElementTypes;
+  void* PJRT_Executable_OutputDimensions;
+  void* PJRT_Buffer_CopyToMemory;
+  void* PJRT_Client_CreateViewOfDeviceBuffer;
+  void* PJRT_Executable_Fingerprint;
+  PJRT_Error* (*PJRT_Client_TopologyDescription)(PJRT_Client_TopologyDescription_Args* args);
+  // Upstream continues (PJRT_Executable_GetCompiledMemoryStats, ...); nothing past here is called.
 };
 
 // The plugin's one exported symbol.
@@ -539,5 +622,14 @@ static_assert(offsetof(PJRT_Api, PJRT_LoadedExecutable_Destroy) == 40 + 8 * 50);
 static_assert(offsetof(PJRT_Api, PJRT_Executable_DeserializeAndLoad) == 40 + 8 * 56);
 static_assert(offsetof(PJRT_Api, PJRT_Buffer_Destroy) == 40 + 8 * 58);
 static_assert(offsetof(PJRT_Api, PJRT_Buffer_ReadyEvent) == 40 + 8 * 72);
-static_assert(sizeof(PJRT_Api) == 40 + 8 * 73);
+static_assert(offsetof(PJRT_Api, PJRT_TopologyDescription_Create) == 40 + 8 * 82);
+static_assert(offsetof(PJRT_Api, PJRT_Compile) == 40 + 8 * 89);
+static_assert(offsetof(PJRT_Api, PJRT_Client_TopologyDescription) == 40 + 8 * 95);
+static_assert(sizeof(PJRT_Api) == 40 + 8 * 96);
+static_assert(sizeof(PJRT_TopologyDescription_Create_Args) == 56);
+static_assert(sizeof(PJRT_TopologyDescription_Destroy_Args) == 24);
+static_assert(sizeof(PJRT_TopologyDescription_PlatformString_Args) == 40);
+static_assert(sizeof(PJRT_TopologyDescription_GetDeviceDescriptions_Args) == 40);
+static_assert(sizeof(PJRT_Compile_Args) == 64);
+static_assert(sizeof(PJRT_Client_TopologyDescription_Args) == 32);
 #endif

@@ -15,14 +15,10 @@
 namespace shardlm::backends::pjrt {
 namespace hlo = stablehlo;
 
-// One client per plugin per process: libtpu takes its chips for the process, and every
-// backend and `shardlm devices` share what the plugin set up.
-std::shared_ptr<Client> shared_client(const std::string& path) {
-  static std::mutex mutex;
-  static std::map<std::string, std::shared_ptr<Client>> clients;
-  std::lock_guard lock(mutex);
-  auto found = clients.find(path);
-  if (found != clients.end()) return found->second;
+namespace {
+
+// What the plugin at `path` reads from the environment when it loads.
+void prepare_environment(const std::string& path) {
   // XLA logs through absl to stderr (partitioner notices, per-compile INFO lines): shown
   // only with --verbose, unless the user set the level.
   if (log::level() > log::Level::info) ::setenv("TF_CPP_MIN_LOG_LEVEL", "2", /*overwrite=*/0);
@@ -38,6 +34,19 @@ std::shared_ptr<Client> shared_client(const std::string& path) {
   // Without a TPU, libtpu retries the cloud metadata server for minutes before it says so.
   if (path.find("libtpu") != std::string::npos && !std::getenv("SHARDLM_TPU_QUERY_METADATA"))
     ::setenv("TPU_SKIP_MDS_QUERY", "1", /*overwrite=*/0);
+}
+
+}  // namespace
+
+// One client per plugin per process: libtpu takes its chips for the process, and every
+// backend and `shardlm devices` share what the plugin set up.
+std::shared_ptr<Client> shared_client(const std::string& path) {
+  static std::mutex mutex;
+  static std::map<std::string, std::shared_ptr<Client>> clients;
+  std::lock_guard lock(mutex);
+  auto found = clients.find(path);
+  if (found != clients.end()) return found->second;
+  prepare_environment(path);
   std::shared_ptr<Client> client;
   try {
     client = std::make_shared<Client>(Plugin::load(path), std::vector<NamedOption>{});
@@ -73,10 +82,16 @@ DeviceStorage& whole_storage_of(const Tensor& tensor) {
 }
 
 // Programs compiled for this client, by text; compiles, or loads from the on-disk cache.
+// With a Topology instead of a client (devices described, not present) it compiles into
+// the on-disk cache only, and get() returns null: nothing here can run the program.
 class ProgramCompiler {
  public:
-  ProgramCompiler(std::shared_ptr<Client> client, const std::string& cache_directory, int partitions)
-      : client_(std::move(client)), disk_(cache_directory), partitions_(partitions) {}
+  ProgramCompiler(std::shared_ptr<Client> client, std::shared_ptr<Topology> topology,
+                  const std::string& cache_directory, int partitions)
+      : client_(std::move(client)), topology_(std::move(topology)), disk_(cache_directory), partitions_(partitions) {
+    SHARDLM_CHECK(!topology_ || disk_.enabled(), "compiling for topology ", topology_ ? topology_->name() : "",
+                  " keeps the programs in the compile cache only: --compile-cache none leaves nowhere to put them");
+  }
 
   std::shared_ptr<Executable> get(const std::string& text, const std::string& key) {
     auto found = memory_.find(text);
@@ -85,6 +100,10 @@ class ProgramCompiler {
     // XLA_FLAGS change what the plugin compiles, so they are part of the file's key.
     const char* flags = std::getenv("XLA_FLAGS");
     const std::string file = ProgramCache::key(text, options, identity() + " XLA_FLAGS=" + (flags ? flags : ""));
+    if (topology_) {
+      compile_into_cache(text, options, file, key);
+      return memory_.emplace(text, nullptr).first->second;
+    }
     std::shared_ptr<Executable> executable;
     const auto start = std::chrono::steady_clock::now();
     if (std::optional<std::string> bytes = disk_.load(file)) {
@@ -108,13 +127,32 @@ class ProgramCompiler {
   }
 
   std::string identity() const {
-    return str_cat(client_->platform_name(), " ", client_->platform_version(), " pjrt ", client_->plugin()->api_major(),
-                   ".", client_->plugin()->api_minor(), partitions_ > 1 ? str_cat(" spmd ", partitions_) : "");
+    const Plugin& plugin = client_ ? *client_->plugin() : *topology_->plugin();
+    return str_cat(client_ ? client_->compiled_for() : topology_->compiled_for(), " pjrt ", plugin.api_major(), ".",
+                   plugin.api_minor(), partitions_ > 1 ? str_cat(" spmd ", partitions_) : "");
   }
   const ProgramStats& stats() const { return stats_; }
 
  private:
+  void compile_into_cache(const std::string& text, const std::string& options, const std::string& file,
+                          const std::string& key) {
+    if (disk_.load(file)) {
+      ++stats_.loaded_from_cache;
+      log::info(str_cat("pjrt: [", key, "] for topology ", topology_->name(), " is already in ", disk_.directory()));
+      return;
+    }
+    const auto start = std::chrono::steady_clock::now();
+    const std::string bytes = topology_->compile(text, options);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    ++stats_.compiled;
+    stats_.compile_seconds += seconds;
+    log::info(str_cat("pjrt: compiled [", key, "] for topology ", topology_->name(), " in ", seconds, " s"));
+    SHARDLM_CHECK(disk_.store(file, bytes), "compile cache: the program compiled for topology ", topology_->name(),
+                  " could not be written to ", disk_.directory(), ": set --compile-cache to a writable directory");
+  }
+
   std::shared_ptr<Client> client_;
+  std::shared_ptr<Topology> topology_;
   ProgramCache disk_;
   std::map<std::string, std::shared_ptr<Executable>> memory_;
   ProgramStats stats_;
@@ -138,18 +176,21 @@ class PjrtProgram : public Program {
 
 class PjrtBackend : public Backend {
  public:
-  PjrtBackend(std::shared_ptr<Client> client, const PjrtTarget& target, const BackendOptions& options)
+  // Exactly one of `client` (devices to run on) and `topology` (devices to compile for).
+  PjrtBackend(std::shared_ptr<Client> client, std::shared_ptr<Topology> topology, const PjrtTarget& target,
+              const BackendOptions& options)
       : client_(std::move(client)),
+        topology_(std::move(topology)),
         target_(target),
         partitions_(options.partitions),
-        compiler_(client_, options.compile_cache_dir, options.partitions) {
-    SHARDLM_CHECK(target.device_index >= 0 && target.device_index < client_->device_count(), "device ", target.kind,
-                  ":", target.device_index, ": the plugin ", client_->plugin()->path(), " has ",
-                  client_->device_count(), " devices (0..", client_->device_count() - 1, ")");
-    SHARDLM_CHECK(partitions_ >= 1 && target.device_index + partitions_ <= client_->device_count(), "tp_size ",
-                  partitions_, " on ", target.kind, ":", target.device_index, ": the plugin ", client_->plugin()->path(),
-                  " has ", client_->device_count(), " devices",
-                  ": lower --tp-size");
+        compiler_(client_, topology_, options.compile_cache_dir, options.partitions) {
+    const int devices = client_ ? client_->device_count() : topology_->device_count();
+    const std::string where = client_ ? str_cat("the plugin ", client_->plugin()->path())
+                                      : str_cat("topology ", topology_->name());
+    SHARDLM_CHECK(target.device_index >= 0 && target.device_index < devices, "device ", target.kind, ":",
+                  target.device_index, ": ", where, " has ", devices, " devices (0..", devices - 1, ")");
+    SHARDLM_CHECK(partitions_ >= 1 && target.device_index + partitions_ <= devices, "tp_size ", partitions_, " on ",
+                  target.kind, ":", target.device_index, ": ", where, " has ", devices, " devices: lower --tp-size");
   }
 
   std::string name() const override { return target_.kind; }
@@ -197,7 +238,7 @@ class PjrtBackend : public Backend {
     DeviceStorage& storage = whole_storage_of(destination);
     SHARDLM_CHECK(source.nbytes() == destination.nbytes() && source.dtype() == storage.dtype,
                   "pjrt copy_from_host: ", source.describe(), " into ", destination.describe());
-    upload(*client_, storage, source.raw(), target_.device_index, partitions_);
+    if (client_) upload(*client_, storage, source.raw(), target_.device_index, partitions_);
     storage.host_copy.clear();
     if (source.dtype() == DType::i32 && source.numel() <= 65536)
       storage.host_copy.assign(source.data<int32_t>(), source.data<int32_t>() + source.numel());
@@ -217,8 +258,16 @@ class PjrtBackend : public Backend {
     copy_from_host(host, destination);
   }
 
+  // Compiling for a topology leaves nothing to run on.
+  void require_devices() const {
+    if (!client_)
+      fail("pjrt: compiled for topology ", topology_->name(), ", whose devices this machine does not have: the "
+           "programs are in the compile cache; run them on a machine with those devices");
+  }
+
   // Buffers for every parameter: one never written reads as zeros.
   void materialize(DeviceStorage& storage) {
+    require_devices();
     if (storage.buffers.empty()) {
       const Tensor zeros = Tensor::zeros(storage.shape, storage.dtype);
       upload(*client_, storage, zeros.raw(), target_.device_index, partitions_);
@@ -238,6 +287,7 @@ class PjrtBackend : public Backend {
   // `donated[i]` >= 0 marks parameter i as donated (counted as taken or refused).
   void execute(Executable& executable, const std::vector<Tensor>& parameters, const std::vector<Tensor>& results,
                const std::vector<int>& donated = {}) {
+    require_devices();
     std::vector<std::vector<PJRT_Buffer*>> per_device(static_cast<size_t>(partitions_));
     for (const Tensor& parameter : parameters) {
       DeviceStorage& storage = storage_of(parameter);
@@ -283,6 +333,7 @@ class PjrtBackend : public Backend {
       placements.push_back(sharding_attribute(storage_of(outputs[i]), partitions_));
     }
     std::shared_ptr<Executable> executable = compiler_.get(program.text(results, placements), op);
+    require_devices();
     std::vector<int> donations(inputs.size(), -1);
     if (donated >= 0) donations[donated] = 0;
     execute(*executable, inputs, outputs, donations);
@@ -405,6 +456,7 @@ class PjrtBackend : public Backend {
 
  private:
   std::shared_ptr<Client> client_;
+  std::shared_ptr<Topology> topology_;
   PjrtTarget target_;
   int partitions_;
   ProgramCompiler compiler_;
@@ -412,6 +464,7 @@ class PjrtBackend : public Backend {
 };
 
 void PjrtProgram::run() {
+  backend_.require_devices();
   for (const auto& [parameter, limit] : spec_.bounded)
     backend_.check_below(storage_of(spec_.parameters[parameter]), limit, "position");
   backend_.execute(*executable_, spec_.parameters, spec_.results, spec_.donated);
@@ -427,7 +480,12 @@ std::unique_ptr<Backend> create_backend(const PjrtTarget& target, const BackendO
          target.kind == "tpu" ? "Install libtpu (pip install libtpu) or point --pjrt-plugin / TPU_LIBRARY_PATH at libtpu.so"
                               : "Point --pjrt-plugin or SHARDLM_PJRT_PLUGIN at a plugin .so (e.g. "
                                 "pjrt_c_api_cpu_plugin.so from the lammps-jax-pjrt-cpu wheel; docs/PJRT.md)");
-  return std::make_unique<PjrtBackend>(shared_client(path), target, options);
+  if (!options.pjrt_topology.empty()) {
+    prepare_environment(path);
+    return std::make_unique<PjrtBackend>(nullptr, std::make_shared<Topology>(Plugin::load(path), options.pjrt_topology),
+                                         target, options);
+  }
+  return std::make_unique<PjrtBackend>(shared_client(path), nullptr, target, options);
 }
 
 }  // namespace shardlm::backends::pjrt

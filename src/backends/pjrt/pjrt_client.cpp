@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include <cctype>
+#include <cstring>
 #include <exception>
 #include <filesystem>
 #include <map>
@@ -194,9 +195,19 @@ void check_version(const PJRT_Api* api, const std::string& path) {
   if (minor < min_api_minor)
     fail("PJRT plugin ", path, " speaks PJRT API 0.", minor, ", older than 0.", min_api_minor,
          " (the oldest whose function table shardlm can read): use a newer plugin");
-  if (api->struct_size < sizeof(PJRT_Api))
+  constexpr size_t client_table_end = offsetof(PJRT_Api, PJRT_Buffer_ReadyEvent) + sizeof(void*);
+  if (api->struct_size < client_table_end)
     fail("PJRT plugin ", path, ": its function table is ", api->struct_size, " bytes, shorter than the ",
-         sizeof(PJRT_Api), " that reach PJRT_Buffer_ReadyEvent: use a newer plugin");
+         client_table_end, " that reach PJRT_Buffer_ReadyEvent: use a newer plugin");
+}
+
+// Whether the plugin's table reaches the slot at `offset` and fills it: the slots past
+// PJRT_Buffer_ReadyEvent are optional.
+bool has_slot(const PJRT_Api* api, size_t offset) {
+  if (api->struct_size < offset + sizeof(void*)) return false;
+  void* slot = nullptr;
+  std::memcpy(&slot, reinterpret_cast<const char*>(api) + offset, sizeof(slot));
+  return slot != nullptr;
 }
 
 std::vector<std::pair<std::string, std::string>> read_attributes(const Plugin& plugin) {
@@ -211,6 +222,12 @@ std::vector<std::pair<std::string, std::string>> read_attributes(const Plugin& p
   return attributes;
 }
 
+void destroy_executable(const Plugin& plugin, PJRT_Executable* executable) {
+  auto args = make_args<PJRT_Executable_Destroy_Args>();
+  args.executable = executable;
+  check_quietly(plugin, plugin.api()->PJRT_Executable_Destroy(&args), "PJRT_Executable_Destroy");
+}
+
 // A PJRT_Executable (the unloaded view of a loaded one), destroyed on scope exit.
 class ExecutableView {
  public:
@@ -220,11 +237,7 @@ class ExecutableView {
     check(plugin_, plugin_.api()->PJRT_LoadedExecutable_GetExecutable(&args), "PJRT_LoadedExecutable_GetExecutable");
     executable_ = args.executable;
   }
-  ~ExecutableView() {
-    auto args = make_args<PJRT_Executable_Destroy_Args>();
-    args.executable = executable_;
-    check_quietly(plugin_, plugin_.api()->PJRT_Executable_Destroy(&args), "PJRT_Executable_Destroy");
-  }
+  ~ExecutableView() { destroy_executable(plugin_, executable_); }
   ExecutableView(const ExecutableView&) = delete;
   ExecutableView& operator=(const ExecutableView&) = delete;
   PJRT_Executable* get() const { return executable_; }
@@ -258,6 +271,50 @@ std::vector<PJRT_NamedValue> named_values(const std::vector<NamedOption>& option
     values.push_back(value);
   }
   return values;
+}
+
+// A textual StableHLO program for PJRT_Client_Compile / PJRT_Compile, with the inputs some
+// plugins answer by aborting the process refused first.
+PJRT_Program mlir_program(const std::string& mlir, const std::string& compile_options) {
+  // XLA aborts the whole process on empty options (Check failed: replica_count > 0).
+  SHARDLM_CHECK(!compile_options.empty(),
+                "PJRT compile: empty compile options (the plugin would abort the process); pass "
+                "compile_options_bytes(partitions)");
+  SHARDLM_CHECK(!mlir.empty(), "PJRT compile: empty program");
+  auto program = make_args<PJRT_Program>();
+  program.code = const_cast<char*>(mlir.data());  // read only; the ABI field lacks const
+  program.code_size = mlir.size();
+  program.format = "mlir";
+  program.format_size = 4;
+  return program;
+}
+
+std::string serialize_executable(const Plugin& plugin, PJRT_Executable* executable) {
+  SHARDLM_CHECK(plugin.api()->PJRT_Executable_Serialize != nullptr, "PJRT plugin ", plugin.path(),
+                " cannot serialize executables (no PJRT_Executable_Serialize)");
+  auto args = make_args<PJRT_Executable_Serialize_Args>();
+  args.executable = executable;
+  check(plugin, plugin.api()->PJRT_Executable_Serialize(&args), "PJRT_Executable_Serialize");
+  std::string bytes(args.serialized_bytes, args.serialized_bytes_size);
+  if (args.serialized_executable_deleter != nullptr) args.serialized_executable_deleter(args.serialized_executable);
+  return bytes;
+}
+
+// "<platform name> <platform version>" of a topology.
+std::string topology_identity(const Plugin& plugin, PJRT_TopologyDescription* topology) {
+  const PJRT_Api* api = plugin.api();
+  auto name = make_args<PJRT_TopologyDescription_PlatformString_Args>();
+  name.topology = topology;
+  check(plugin, api->PJRT_TopologyDescription_PlatformName(&name), "PJRT_TopologyDescription_PlatformName");
+  auto version = make_args<PJRT_TopologyDescription_PlatformString_Args>();
+  version.topology = topology;
+  check(plugin, api->PJRT_TopologyDescription_PlatformVersion(&version), "PJRT_TopologyDescription_PlatformVersion");
+  return str_cat(std::string_view(name.text, name.text_size), " ", std::string_view(version.text, version.text_size));
+}
+
+bool describes_topologies(const PJRT_Api* api) {
+  return has_slot(api, offsetof(PJRT_Api, PJRT_TopologyDescription_PlatformName)) &&
+         has_slot(api, offsetof(PJRT_Api, PJRT_TopologyDescription_PlatformVersion));
 }
 
 void destroy_loaded(const Plugin& plugin, PJRT_LoadedExecutable* executable) {
@@ -427,15 +484,8 @@ std::vector<std::vector<std::unique_ptr<Buffer>>> Executable::execute(
 }
 
 std::string Executable::serialize() const {
-  SHARDLM_CHECK(plugin_->api()->PJRT_Executable_Serialize != nullptr, "PJRT plugin ", plugin_->path(),
-                " cannot serialize executables (no PJRT_Executable_Serialize)");
   ExecutableView view(*plugin_, executable_);
-  auto args = make_args<PJRT_Executable_Serialize_Args>();
-  args.executable = view.get();
-  check(*plugin_, plugin_->api()->PJRT_Executable_Serialize(&args), "PJRT_Executable_Serialize");
-  std::string bytes(args.serialized_bytes, args.serialized_bytes_size);
-  if (args.serialized_executable_deleter != nullptr) args.serialized_executable_deleter(args.serialized_executable);
-  return bytes;
+  return serialize_executable(*plugin_, view.get());
 }
 
 // ---- Client -------------------------------------------------------------------------
@@ -461,6 +511,16 @@ Client::Client(std::shared_ptr<Plugin> plugin, const std::vector<NamedOption>& o
     devices.client = client_;
     check(*plugin_, api->PJRT_Client_AddressableDevices(&devices), "PJRT_Client_AddressableDevices");
     devices_.assign(devices.addressable_devices, devices.addressable_devices + devices.num_addressable_devices);
+    compiled_for_ = str_cat(platform_name_, " ", platform_version_);
+    if (has_slot(api, offsetof(PJRT_Api, PJRT_Client_TopologyDescription)) && describes_topologies(api)) {
+      auto topology = make_args<PJRT_Client_TopologyDescription_Args>();
+      topology.client = client_;
+      PJRT_Error* error = api->PJRT_Client_TopologyDescription(&topology);
+      if (error == nullptr)
+        compiled_for_ = topology_identity(*plugin_, topology.topology);
+      else
+        take_error(api, error);  // a plugin may not describe its own devices: the client's names serve
+    }
   } catch (...) {
     auto destroy = make_args<PJRT_Client_Destroy_Args>();
     destroy.client = client_;
@@ -498,16 +558,7 @@ std::unique_ptr<Buffer> Client::upload(const void* data, DType dtype, const Shap
 }
 
 std::unique_ptr<Executable> Client::compile(const std::string& mlir, const std::string& compile_options) {
-  // XLA aborts the whole process on empty options (Check failed: replica_count > 0).
-  SHARDLM_CHECK(!compile_options.empty(),
-                "PJRT compile: empty compile options (the plugin would abort the process); pass "
-                "compile_options_bytes(partitions)");
-  SHARDLM_CHECK(!mlir.empty(), "PJRT compile: empty program");
-  auto program = make_args<PJRT_Program>();
-  program.code = const_cast<char*>(mlir.data());  // read only; the ABI field lacks const
-  program.code_size = mlir.size();
-  program.format = "mlir";
-  program.format_size = 4;
+  const PJRT_Program program = mlir_program(mlir, compile_options);
   auto args = make_args<PJRT_Client_Compile_Args>();
   args.client = client_;
   args.program = &program;
@@ -527,6 +578,66 @@ std::unique_ptr<Executable> Client::deserialize(const std::string& bytes) {
   args.serialized_executable_size = bytes.size();
   check(*plugin_, plugin_->api()->PJRT_Executable_DeserializeAndLoad(&args), "PJRT_Executable_DeserializeAndLoad");
   return std::make_unique<Executable>(plugin_, args.loaded_executable);
+}
+
+// ---- Topology -----------------------------------------------------------------------
+
+Topology::Topology(std::shared_ptr<Plugin> plugin, const std::string& name) : plugin_(std::move(plugin)), name_(name) {
+  const PJRT_Api* api = plugin_->api();
+  SHARDLM_CHECK(!name.empty(), "PJRT topology: no name given (libtpu takes e.g. v5e:2x2, v4:2x2x1)");
+  const bool complete = describes_topologies(api) && has_slot(api, offsetof(PJRT_Api, PJRT_TopologyDescription_Create)) &&
+                        has_slot(api, offsetof(PJRT_Api, PJRT_TopologyDescription_Destroy)) &&
+                        has_slot(api, offsetof(PJRT_Api, PJRT_TopologyDescription_GetDeviceDescriptions)) &&
+                        has_slot(api, offsetof(PJRT_Api, PJRT_Compile));
+  if (!complete)
+    throw PjrtError(str_cat("PJRT plugin ", plugin_->path(), " cannot compile for a topology without its devices ",
+                            "(no PJRT_TopologyDescription_Create / PJRT_Compile): drop --topology and compile on a "
+                            "machine with the devices"),
+                    PJRT_Error_Code_UNIMPLEMENTED);
+  auto create = make_args<PJRT_TopologyDescription_Create_Args>();
+  create.topology_name = name_.data();
+  create.topology_name_size = name_.size();
+  check(*plugin_, api->PJRT_TopologyDescription_Create(&create), "PJRT_TopologyDescription_Create");
+  topology_ = create.topology;
+  try {
+    compiled_for_ = topology_identity(*plugin_, topology_);
+    auto devices = make_args<PJRT_TopologyDescription_GetDeviceDescriptions_Args>();
+    devices.topology = topology_;
+    check(*plugin_, api->PJRT_TopologyDescription_GetDeviceDescriptions(&devices),
+          "PJRT_TopologyDescription_GetDeviceDescriptions");
+    device_count_ = static_cast<int>(devices.num_descriptions);
+  } catch (...) {
+    auto destroy = make_args<PJRT_TopologyDescription_Destroy_Args>();
+    destroy.topology = topology_;
+    check_quietly(*plugin_, api->PJRT_TopologyDescription_Destroy(&destroy), "PJRT_TopologyDescription_Destroy");
+    throw;
+  }
+}
+
+Topology::~Topology() {
+  auto args = make_args<PJRT_TopologyDescription_Destroy_Args>();
+  args.topology = topology_;
+  check_quietly(*plugin_, plugin_->api()->PJRT_TopologyDescription_Destroy(&args), "PJRT_TopologyDescription_Destroy");
+}
+
+std::string Topology::compile(const std::string& mlir, const std::string& compile_options) {
+  const PJRT_Program program = mlir_program(mlir, compile_options);
+  auto args = make_args<PJRT_Compile_Args>();
+  args.topology = topology_;
+  args.program = &program;
+  args.compile_options = compile_options.data();
+  args.compile_options_size = compile_options.size();
+  check(*plugin_, plugin_->api()->PJRT_Compile(&args), "PJRT_Compile");
+  std::string bytes;
+  std::exception_ptr failure;
+  try {
+    bytes = serialize_executable(*plugin_, args.executable);
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  destroy_executable(*plugin_, args.executable);
+  if (failure) std::rethrow_exception(failure);
+  return bytes;
 }
 
 std::string compile_options_bytes(int partitions) {

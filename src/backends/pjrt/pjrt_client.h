@@ -125,6 +125,11 @@ class Client {
   const std::string& platform_name() const { return platform_name_; }        // "cpu", "cuda", "tpu"
   const std::string& platform_version() const { return platform_version_; }  // plugin-specific
   int device_count() const { return static_cast<int>(devices_.size()); }    // addressable devices
+  // What an executable compiled here is compatible with, as the compile cache keys it: the
+  // platform and version of the client's topology where the plugin describes one (so that
+  // a Topology of the same chips, compiling on a machine without them, keys the same),
+  // else the client's platform and version.
+  const std::string& compiled_for() const { return compiled_for_; }
 
   // A device buffer holding a copy of `bytes` bytes at `data` (shape and dtype as given);
   // `data` may be freed once this returns.
@@ -138,8 +143,33 @@ class Client {
  private:
   std::shared_ptr<Plugin> plugin_;
   PJRT_Client* client_ = nullptr;
-  std::string platform_name_, platform_version_;
+  std::string platform_name_, platform_version_, compiled_for_;
   std::vector<void*> devices_;  // PJRT_Device*
+};
+
+// Devices described, not present (libtpu: "v5e:2x2" on a machine without a TPU): a plugin
+// compiles for them (PJRT_Compile), and a machine that has them loads the serialized
+// executables from the compile cache. Plugins without the topology slots, or that refuse
+// the name, give a PjrtError naming the plugin.
+class Topology {
+ public:
+  Topology(std::shared_ptr<Plugin> plugin, const std::string& name);
+  ~Topology();
+  Topology(const Topology&) = delete;
+  Topology& operator=(const Topology&) = delete;
+
+  const std::string& name() const { return name_; }
+  const std::shared_ptr<Plugin>& plugin() const { return plugin_; }
+  int device_count() const { return device_count_; }
+  const std::string& compiled_for() const { return compiled_for_; }  // as Client::compiled_for()
+  // PJRT_Compile, then PJRT_Executable_Serialize: the bytes Client::deserialize loads.
+  std::string compile(const std::string& mlir, const std::string& compile_options);
+
+ private:
+  std::shared_ptr<Plugin> plugin_;
+  std::string name_, compiled_for_;
+  PJRT_TopologyDescription* topology_ = nullptr;
+  int device_count_ = 0;
 };
 
 // xla.CompileOptionsProto bytes for a program over `partitions` SPMD partitions (1: one

@@ -58,8 +58,8 @@ std::optional<std::string> ProgramCache::load(const std::string& key) const {
   return bytes.str();
 }
 
-void ProgramCache::store(const std::string& key, const std::string& executable) const {
-  if (!enabled()) return;
+bool ProgramCache::store(const std::string& key, const std::string& executable) const {
+  if (!enabled()) return false;
   std::error_code error;
   std::filesystem::create_directories(directory_, error);
   const std::string path = directory_ + "/" + key + ".pjrt";
@@ -73,14 +73,16 @@ void ProgramCache::store(const std::string& key, const std::string& executable) 
       log::warning(str_cat("compile cache: cannot write ", temporary, " (", directory_,
                            " not writable?): the program is not kept; set --compile-cache to a writable directory"));
       std::filesystem::remove(temporary, error);
-      return;
+      return false;
     }
   }
   std::filesystem::rename(temporary, path, error);
   if (error) {
     log::warning(str_cat("compile cache: cannot rename ", temporary, " to ", path, ": ", error.message()));
     std::filesystem::remove(temporary, error);
+    return false;
   }
+  return true;
 }
 
 }  // namespace shardlm::backends::pjrt

@@ -21,8 +21,9 @@ class ProgramCache {
   static std::string key(const std::string& text, const std::string& options, const std::string& compiler);
   // The stored executable for `key`, or nullopt (absent, unreadable, or written for another key).
   std::optional<std::string> load(const std::string& key) const;
-  // Stores it; a failure to write is logged and otherwise ignored (the cache is an optimization).
-  void store(const std::string& key, const std::string& executable) const;
+  // Stores it; false when it could not (logged: for a process that runs its programs the
+  // cache is an optimization).
+  bool store(const std::string& key, const std::string& executable) const;
 
   // $SHARDLM_COMPILE_CACHE, else $XDG_CACHE_HOME/shardlm/pjrt, else ~/.cache/shardlm/pjrt.
   static std::string default_directory();
