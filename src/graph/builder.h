@@ -1,7 +1,7 @@
 #pragma once
 // graph::Builder is the only API model code uses to compute. A model's forward is
 // written once against it, on symbolic Values with static shapes; the builder
-// checks shapes as ops are recorded. In eager mode it also runs each op at once
+// checks shapes as ops are recorded, by each op's shape rule (graph/ops.h). In eager mode it also runs each op at once
 // (the reference path, `disable_compile`); in record mode it only records, and
 // graph::compile turns the recording into an Executable.
 
@@ -70,8 +70,7 @@ class Builder {
   Graph take_graph() { return std::move(graph_); }
 
  private:
-  Value record(Node node, Shape output_shape);
-  [[noreturn]] void shape_error(const char* op, const std::string& detail) const;
+  Value record(Node node);
 
   backends::Backend& backend_;
   BuildMode mode_;

@@ -1,7 +1,8 @@
 #pragma once
 // The recorded form of a forward pass: values with static shapes and the ops
 // between them, in execution order. Builder records it; compile() plans and fuses
-// it; execute_node() runs one op of it on a backend.
+// it; execute_node() runs one op of it on a backend. What each op is (its shape rule,
+// how it runs, its StableHLO) is its row of the op table, graph/ops.h.
 
 #include <cstdint>
 #include <string>
@@ -17,7 +18,7 @@ enum class OpKind : uint8_t {
   embedding,       // (table, ids)
   linear,          // (x, weight[, bias])
   rms_norm,        // (x, weight)
-  reshape,         // (x): a view, no work
+  reshape,         // (x): a view, no work; sizes = the new dims
   rope,            // (x): a rotated copy, or in place when `in_place`
   kv_cache_write,  // (cache, entries, positions): no output value
   attention,       // (q, k_cache, v_cache, positions)
@@ -34,7 +35,6 @@ enum class OpKind : uint8_t {
   rms_norm_linear,  // (x, norm_weight, weight, bias|-1)
   sibling_linears,  // (x, weight, bias|-1, weight, bias|-1, ...): output, then sibling_outputs, one per weight
 };
-const char* op_name(OpKind kind);
 
 // The most linears compile() fuses into one sibling_linears node (execute_node passes
 // them on in fixed arrays).
@@ -52,7 +52,8 @@ struct Node {
   const backends::RotaryEmbedding* rotary = nullptr;  // rope (owned by the model)
   bool in_place = false;        // rope: rotates its input's memory
   int64_t first_row = 0;        // embedding: the id of the table's first row (a vocabulary shard)
-  std::vector<int64_t> sizes{};  // all_gather: every rank's column count; slice_columns: [begin, end) pairs
+  std::vector<int64_t> sizes{};  // reshape: the new dims; all_gather: every rank's column count;
+                                 // slice_columns: [begin, end) pairs; top_k: {k}
   parallel::ProcessGroup* group = nullptr;  // all_reduce, all_gather (owned by the model)
 };
 

@@ -5,6 +5,7 @@
 #include "backends/backend.h"
 #include "graph/builder.h"
 #include "graph/compile.h"
+#include "graph/ops.h"
 #include "test_util.h"
 
 namespace shardlm::graph {
@@ -73,6 +74,31 @@ TEST(Compile, RecordedValuesHaveNoTensorUntilRun) {
   Value output = record_block(recorder, weights);
   EXPECT_THROW(recorder.tensor(output), Error);
   EXPECT_THROW(recorder.linear(recorder.bind(weights.x), recorder.bind(weights.down)), Error);  // [4,16] x [16,24]
+}
+
+// Each kind's row is the kind's (the build checks the order); the kinds a model records
+// have a shape rule, which names the op and the shapes that disagree; fused kinds have none.
+TEST(OpTable, EveryRecordedKindHasAShapeRuleThatNamesTheOp) {
+  for (int k = 0; k <= static_cast<int>(OpKind::sibling_linears); ++k) {
+    const OpRow& row = op_row(static_cast<OpKind>(k));
+    EXPECT_EQ(static_cast<int>(row.kind), k);
+    EXPECT_EQ(row.shape == nullptr, static_cast<OpKind>(k) >= OpKind::linear_residual) << row.name;
+  }
+  Weights weights;
+  std::unique_ptr<backends::Backend> backend = backends::create_backend("cpu");
+  Builder recorder(*backend, BuildMode::record);
+  const std::string linear = testing::error_of([&] { recorder.linear(recorder.bind(weights.x), recorder.bind(weights.down)); });
+  EXPECT_NE(linear.find("graph: linear: input [4, 16] does not match weight [out, in] [16, 24]"), std::string::npos)
+      << linear;
+  const Value x = recorder.add(recorder.bind(weights.x), recorder.bind(weights.x));
+  EXPECT_NE(testing::error_of([&] { recorder.reshape(x, {5, 13}); }).find("graph: reshape: [4, 16] to [5, 13]"),
+            std::string::npos);
+  const std::string top = testing::error_of([&] { recorder.top_k(x, 0); });
+  EXPECT_NE(top.find("graph: top_k: k 0 of [4, 16]"), std::string::npos) << top;
+  const auto [values, indices] = recorder.top_k(x, 3);
+  const Graph graph = recorder.take_graph();
+  EXPECT_EQ(graph.values[values.index].shape, (Shape{4, 3}));
+  EXPECT_EQ(graph.values[indices.index].dtype, DType::i32);
 }
 
 // The tensor-parallel ops on a group of one: a column slice, an all-gather of one
