@@ -9,7 +9,11 @@
 #   4. shardlm bench on cuda: decode batch 1 and 8 (128 tokens after 64), prefill of 2,048;
 #   5. the peer in the same run: transformers, from_config, bf16, static cache, compiled
 #      (bench/device/transformers_peer.py), which also measures the bf16 matrix peak;
-#   6. one table.
+#   6. one table;
+#   7. the pjrt backend on the H200 through the XLA:CUDA plugin of the machine's own
+#      jax-cuda13-pjrt (or -cuda12-) package: `shardlm devices`, the consistency suite and
+#      the golden fixtures on pjrt, and shardlm bench --device pjrt (pp512, tg128) beside
+#      --device cuda on the same bf16 model.
 # Results land in $OUT (or /tmp/shardlm-device): check.log, peer.json, bench_*.json, table.md.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -83,6 +87,35 @@ print(f"| prefill 2048 (tok/s) | {b1.get('pp_tok_s', 0):.0f} ({b1.get('pp_percen
       f"{peer.get('bf16_matmul_tflops', 0):.0f} TFLOP/s bf16 peak) | {peer.get('prefill_2048_tok_s', 0):.0f} "
       f"| {ratio(b1.get('pp_tok_s'), peer.get('prefill_2048_tok_s'))} | >= 40% of peak |")
 PY
+step "7. pjrt on the H200: the XLA:CUDA plugin"
+cuda_plugin=$(python3 - <<'PY' 2>/dev/null
+import glob, importlib, os
+for name in ("jax_plugins.xla_cuda13", "jax_plugins.xla_cuda12"):
+    try:
+        module = importlib.import_module(name)
+    except Exception:
+        continue
+    found = glob.glob(os.path.join(os.path.dirname(module.__file__), "xla_cuda_plugin.so"))
+    if found:
+        print(found[0])
+        break
+PY
+)
+if [ -z "$cuda_plugin" ]; then
+  echo "FAILED: no XLA:CUDA PJRT plugin (jax-cuda13-pjrt or jax-cuda12-pjrt) installed here"; status=1
+else
+  export SHARDLM_PJRT_PLUGIN=$cuda_plugin
+  echo "plugin: $cuda_plugin"
+  "$shardlm" devices --pjrt-plugin "$cuda_plugin" || status=1
+  "$bundle/bin/test_backends" --gtest_filter='*/pjrt' --gtest_brief=1 || status=1
+  "$bundle/bin/test_models" --gtest_filter='*_pjrt*:-*TensorParallel*' --gtest_brief=1 || status=1
+  for device in pjrt cuda pjrt cuda; do
+    echo "--device $device:"
+    "$shardlm" bench --model "$model" --device "$device" --compile-cache /tmp/shardlm-pjrt-cache -p 512 -n 128 \
+      --tg-prompt 64 -r 1 --output json | tee -a "$out/bench_pjrt_vs_cuda.jsonl" || status=1
+  done
+fi
+
 echo
 [ $status -eq 0 ] && echo "check.sh: all steps passed" || echo "check.sh: some step FAILED (see above)"
 exit $status
