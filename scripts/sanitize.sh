@@ -7,6 +7,7 @@
 # backend (nvcc does not take the sanitizer flags, and no GPU is here to run it). The pjrt
 # tests run here too; what the XLA:CPU plugin itself never frees is suppressed (lsan.supp).
 # The libtpu test (topology compile) runs in the main build only: libtpu's allocations and threads are not ours either.
+# So does the install test (label install): its user projects are built without the sanitizers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake -S . -B build-sanitize -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++-14 \
@@ -16,4 +17,4 @@ cmake -S . -B build-sanitize -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_
 cmake --build build-sanitize -j "$(nproc)"
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 export LSAN_OPTIONS="suppressions=$PWD/scripts/lsan.supp:print_suppressions=0"
-ctest --test-dir build-sanitize --output-on-failure -j "$(nproc)" --timeout 900 --label-exclude mpi -E CompilesForATpuTopology
+ctest --test-dir build-sanitize --output-on-failure -j "$(nproc)" --timeout 900 --label-exclude "mpi|install" -E CompilesForATpuTopology

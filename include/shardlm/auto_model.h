@@ -13,6 +13,7 @@
 
 #include <shardlm/auto_tokenizer.h>
 #include <shardlm/dtype.h>
+#include <shardlm/export.h>
 #include <shardlm/generation_config.h>
 
 namespace shardlm {
@@ -71,7 +72,7 @@ struct PretrainedOptions {
 // (empty without a tokenizer, or while a UTF-8 character is incomplete).
 using TokenStreamer = std::function<void(size_t row, int64_t token, std::string_view text)>;
 
-class AutoModelForCausalLM {
+class SHARDLM_API AutoModelForCausalLM {
  public:
   // A checkpoint directory (config.json, model.safetensors or its index), a model id
   // ("org/name") found in or downloaded to the Hugging Face cache (docs/HUB.md), or
@@ -121,11 +122,10 @@ class AutoModelForCausalLM {
   int tp_rank() const;
   int tp_size() const;
 
-
-  struct Impl;
-  Impl& impl() { return *impl_; }
+  struct Impl;  // what the handle holds (opaque here)
 
  private:
+  friend struct detail::Access;
   explicit AutoModelForCausalLM(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
   std::shared_ptr<Impl> impl_;
 };

@@ -8,7 +8,13 @@
 #include <string>
 #include <vector>
 
+#include <shardlm/export.h>
+
 namespace shardlm {
+
+namespace detail {
+struct Access;  // the library's own way to a handle's Impl (not part of the API)
+}  // namespace detail
 
 struct ChatMessage {
   std::string role;  // "system", "user", "assistant", "tool"
@@ -39,7 +45,7 @@ struct BatchEncoding {
   std::vector<std::vector<int64_t>> attention_mask;
 };
 
-class AutoTokenizer {
+class SHARDLM_API AutoTokenizer {
  public:
   // A checkpoint directory holding tokenizer.json (tokenizer_config.json optional), a
   // model id ("org/name") found in or downloaded to the Hugging Face cache
@@ -65,10 +71,10 @@ class AutoTokenizer {
   std::string apply_chat_template_json(const std::string& messages_json, const ChatTemplateOptions& options = {}) const;
   bool has_chat_template() const;
 
-  struct Impl;
-  const Impl& impl() const { return *impl_; }
+  struct Impl;  // what the handle holds (opaque here)
 
  private:
+  friend struct detail::Access;
   explicit AutoTokenizer(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
   std::shared_ptr<const Impl> impl_;
 };

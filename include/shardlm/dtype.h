@@ -6,16 +6,18 @@
 #include <string>
 #include <string_view>
 
+#include <shardlm/export.h>
+
 namespace shardlm {
 
 enum class DType : uint8_t { f32, bf16, f16, i32, i64, i8, u8 };
 
-size_t dtype_size(DType dtype);
+SHARDLM_API size_t dtype_size(DType dtype);
 // "float32", "bfloat16", ... (the torch_dtype spelling).
-std::string_view dtype_name(DType dtype);
+SHARDLM_API std::string_view dtype_name(DType dtype);
 // Accepts torch spellings ("bfloat16", "torch.float16", "float") and short ones ("bf16", "f32").
 // Throws shardlm::Error listing the accepted names.
-DType parse_dtype(std::string_view name);
-bool is_floating(DType dtype);
+SHARDLM_API DType parse_dtype(std::string_view name);
+SHARDLM_API bool is_floating(DType dtype);
 
 }  // namespace shardlm

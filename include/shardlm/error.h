@@ -1,36 +1,25 @@
 #pragma once
 // The one exception type shardlm throws. Its message says what went wrong, where
 // (file, tensor name, config key) and, where there is one, what the user can do.
+// A vocabulary header: the standard library only (as dtype.h and generation_config.h).
 
-#include <sstream>
 #include <stdexcept>
 #include <string>
 
+#include <shardlm/export.h>
+
 namespace shardlm {
 
-class Error : public std::runtime_error {
+class SHARDLM_API Error : public std::runtime_error {
  public:
   explicit Error(const std::string& message) : std::runtime_error(message) {}
 };
 
 // An error that every process of a tensor-parallel job raised together (they agreed on it
 // through their process group), so none of them is left waiting for the others.
-class JobError : public Error {
+class SHARDLM_API JobError : public Error {
  public:
   using Error::Error;
 };
-
-// Concatenates any streamable values: str_cat("tensor ", name, " has ", n, " dims").
-template <typename... Parts>
-std::string str_cat(const Parts&... parts) {
-  std::ostringstream out;
-  (out << ... << parts);
-  return out.str();
-}
-
-template <typename... Parts>
-[[noreturn]] void fail(const Parts&... parts) {
-  throw Error(str_cat(parts...));
-}
 
 }  // namespace shardlm

@@ -95,7 +95,7 @@ std::vector<std::vector<int64_t>> AutoModelForCausalLM::generate(const BatchEnco
     for (size_t i = 0; i < ids.size(); ++i)
       if (mask[i] != 0) prompt.push_back(ids[i]);
   }
-  const tokenizer::Tokenizer* text_tokenizer = tokenizer ? &tokenizer->impl().tokenizer() : nullptr;
+  const tokenizer::Tokenizer* text_tokenizer = tokenizer ? &detail::Access::impl(*tokenizer).tokenizer() : nullptr;
   std::vector<generation::GenerationResult> results =
       impl_->generator->generate(prompts, config, streamer, text_tokenizer);
   std::vector<std::vector<int64_t>> outputs;

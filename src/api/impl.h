@@ -32,6 +32,13 @@ struct AutoModelForCausalLM::Impl {
   std::unique_ptr<generation::Generator> generator;
 };
 
+namespace detail {
+struct Access {
+  static AutoModelForCausalLM::Impl& impl(AutoModelForCausalLM& model) { return *model.impl_; }
+  static const AutoTokenizer::Impl& impl(const AutoTokenizer& tokenizer) { return *tokenizer.impl_; }
+};
+}  // namespace detail
+
 namespace api {
 // tokenizer.json of a checkpoint adjusted by tokenizer_config.json, and its chat template.
 AutoTokenizer::Impl load_tokenizer(const io::ModelFiles& files);

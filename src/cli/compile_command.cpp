@@ -25,7 +25,7 @@ void run(CompileArguments& args) {
          args.model.device);
   LoadedModel loaded = load_model(args.model);
   AutoModelForCausalLM& model = loaded.model;
-  if (!model.impl().backend->compiles_graphs())
+  if (!detail::Access::impl(model).backend->compiles_graphs())
     fail("shardlm compile keeps whole-graph programs in the pjrt/tpu compile cache; --device ", args.model.device,
          " compiles its executables at start-up in milliseconds and keeps none: use --device pjrt or tpu");
   const GenerationConfig config = to_generation_config(args.sampling);
@@ -37,7 +37,7 @@ void run(CompileArguments& args) {
     const AutoModelForCausalLM::Stats after = model.last_stats();
     std::printf("batch %lld: prefill chunk and decode step over a %lld-position cache%s: %lld compiled, %lld %s the "
                 "compile cache (%.2f s)\n",
-                static_cast<long long>(batch), static_cast<long long>(model.impl().generator->max_cache_len()),
+                static_cast<long long>(batch), static_cast<long long>(detail::Access::impl(model).generator->max_cache_len()),
                 args.model.topology.empty() ? "" : (" for topology " + args.model.topology).c_str(),
                 static_cast<long long>(after.programs_compiled - before.programs_compiled),
                 static_cast<long long>(after.programs_loaded - before.programs_loaded),

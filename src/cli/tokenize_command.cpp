@@ -37,7 +37,7 @@ void add_tokenize_command(CLI::App& app) {
     AutoTokenizer tokenizer =
         AutoTokenizer::from_pretrained(files.is_embedded() ? args->tokenizer : files.location());
     std::ios::sync_with_stdio(false);
-    tokenizer::run_tokenize_stream(tokenizer.impl().pretrained, std::cin, std::cout, args->stream);
+    tokenizer::run_tokenize_stream(detail::Access::impl(tokenizer).pretrained, std::cin, std::cout, args->stream);
   });
 }
 
