@@ -7,12 +7,13 @@
 # backend (nvcc does not take the sanitizer flags, and no GPU is here to run it). The pjrt
 # tests run here too; what the XLA:CPU plugin itself never frees is suppressed (lsan.supp).
 # The libtpu test (topology compile) runs in the main build only: libtpu's allocations and threads are not ours either.
-# So does the install test (label install): its user projects are built without the sanitizers.
+# So do the install test (label install), whose user projects are built without the sanitizers, and
+# the Python module (a sanitized extension cannot load into an uninstrumented Python).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake -S . -B build-sanitize -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++-14 \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DSHARDLM_SANITIZE=ON -DSHARDLM_FUZZ=ON -DSHARDLM_BUILD_BENCH=OFF \
-  -DSHARDLM_CUDA=OFF -DCMAKE_UNITY_BUILD=ON \
+  -DSHARDLM_CUDA=OFF -DSHARDLM_PYTHON=OFF -DCMAKE_UNITY_BUILD=ON \
   >/dev/null
 cmake --build build-sanitize -j "$(nproc)"
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1

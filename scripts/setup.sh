@@ -7,7 +7,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 packages=(g++ cmake ninja-build pkg-config nlohmann-json3-dev libcli11-dev libpcre2-dev
           libutf8proc-dev libgtest-dev libgmock-dev libbenchmark-dev xz-utils
           libcurl4-openssl-dev libssl-dev libcpp-httplib-dev openmpi-bin libopenmpi-dev
-          clang-14 libclang-rt-14-dev)
+          clang-14 libclang-rt-14-dev python3-dev pybind11-dev python3-numpy python3-pytest)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
