@@ -167,6 +167,14 @@ class TextIteratorStreamer {
   bool ended_ = false;
 };
 
+// A model as Python holds it. Python threads may share it and the GIL is released while
+// it runs, so one call runs at a time (the others wait without the GIL).
+struct Model {
+  explicit Model(AutoModelForCausalLM loaded) : handle(std::move(loaded)) {}
+  AutoModelForCausalLM handle;
+  std::mutex busy;
+};
+
 struct GenerateArguments {
   GenerationConfig config;
   TextIteratorStreamer* streamer = nullptr;
@@ -207,7 +215,7 @@ GenerateArguments generate_arguments(const py::kwargs& kwargs) {
   return arguments;
 }
 
-py::array_t<int64_t> generate(AutoModelForCausalLM& model, const py::object& input_ids,
+py::array_t<int64_t> generate(Model& model, const py::object& input_ids,
                               const py::object& attention_mask, const py::kwargs& kwargs) {
   GenerateArguments arguments = generate_arguments(kwargs);
   BatchEncoding inputs{.input_ids = to_rows(input_ids, "input_ids"), .attention_mask = to_rows(attention_mask, "attention_mask")};
@@ -224,8 +232,9 @@ py::array_t<int64_t> generate(AutoModelForCausalLM& model, const py::object& inp
   Rows rows;
   {
     py::gil_scoped_release release;
+    std::lock_guard lock(model.busy);
     try {
-      rows = model.generate(inputs, arguments.config, stream, arguments.tokenizer);
+      rows = model.handle.generate(inputs, arguments.config, stream, arguments.tokenizer);
     } catch (...) {
       if (streamer) streamer->end();
       throw;
@@ -233,7 +242,7 @@ py::array_t<int64_t> generate(AutoModelForCausalLM& model, const py::object& inp
     if (streamer) streamer->end();
   }
   // transformers pads the rows that stopped early with pad_token_id (else the first eos).
-  const GenerationConfig& defaults = model.generation_config();
+  const GenerationConfig& defaults = model.handle.generation_config();
   int64_t pad = arguments.config.pad_token_id.value_or(defaults.pad_token_id.value_or(-1));
   if (pad < 0) {
     const auto& eos = arguments.config.eos_token_id ? arguments.config.eos_token_id : defaults.eos_token_id;
@@ -242,13 +251,14 @@ py::array_t<int64_t> generate(AutoModelForCausalLM& model, const py::object& inp
   return to_array(rows, pad);
 }
 
-py::array_t<float> logits(AutoModelForCausalLM& model, const py::object& input_ids) {
+py::array_t<float> logits(Model& model, const py::object& input_ids) {
   const Rows rows = to_rows(input_ids, "input_ids");
   if (rows.size() != 1) throw py::value_error("logits: expected one sequence of ids");
   std::vector<std::vector<float>> values;
   {
     py::gil_scoped_release release;
-    values = model.logits(rows[0]);
+    std::lock_guard lock(model.busy);
+    values = model.handle.logits(rows[0]);
   }
   const size_t vocab = values.empty() ? 0 : values[0].size();
   py::array_t<float> array({values.size(), vocab});
@@ -269,7 +279,7 @@ std::optional<DType> dtype_option(const py::object& dtype, const char* name) {
   }
 }
 
-AutoModelForCausalLM load_model(const std::string& path_or_id, const py::object& dtype, const std::string& device_map,
+std::unique_ptr<Model> load_model(const std::string& path_or_id, const py::object& dtype, const std::string& device_map,
                                 const py::object& distributed_config, const std::string& revision,
                                 const py::object& quantize, const py::object& kv_cache_dtype, int threads,
                                 const py::object& pjrt_plugin, const py::object& compile_cache_dir,
@@ -285,7 +295,7 @@ AutoModelForCausalLM load_model(const std::string& path_or_id, const py::object&
   if (!quantize.is_none()) options.quantize = quantize.cast<std::string>();
   if (!distributed_config.is_none()) options.distributed_config = distributed_config.cast<DistributedConfig>();
   py::gil_scoped_release release;
-  return AutoModelForCausalLM::from_pretrained(path_or_id, options);
+  return std::make_unique<Model>(AutoModelForCausalLM::from_pretrained(path_or_id, options));
 }
 
 py::dict stats_to_python(const AutoModelForCausalLM::Stats& s) {
@@ -341,7 +351,7 @@ void bind_model(py::module_& m) {
       .def_readwrite("tp_size", &DistributedConfig::tp_size)
       .def_readwrite("tp_plan", &DistributedConfig::tp_plan);
 
-  py::class_<AutoModelForCausalLM>(m, "AutoModelForCausalLM",
+  py::class_<Model>(m, "AutoModelForCausalLM",
                                    "A causal language model on a device, generating with a static KV cache.")
       .def_static("from_pretrained", &load_model, py::arg("pretrained_model_name_or_path"), py::kw_only(),
                   py::arg("dtype") = py::none(), py::arg("device_map") = "cpu",
@@ -359,18 +369,27 @@ void bind_model(py::module_& m) {
            "streamer=TextIteratorStreamer, tokenizer= for stop_strings and streamed text.")
       .def("logits", &logits, py::arg("input_ids"), "Logits of every position of one sequence: [length, vocab].")
       .def("compile_ahead",
-           [](AutoModelForCausalLM& model, std::vector<int64_t> batch_sizes, const py::kwargs& kwargs) {
+           [](Model& model, std::vector<int64_t> batch_sizes, const py::kwargs& kwargs) {
              const GenerateArguments arguments = generate_arguments(kwargs);
              py::gil_scoped_release release;
-             model.compile_ahead(batch_sizes, arguments.config);
+             std::lock_guard lock(model.busy);
+             model.handle.compile_ahead(batch_sizes, arguments.config);
            },
            py::arg("batch_sizes"))
-      .def_property_readonly("device", &AutoModelForCausalLM::device)
-      .def_property_readonly("architecture", &AutoModelForCausalLM::architecture)
-      .def_property_readonly("weight_bytes", &AutoModelForCausalLM::weight_bytes)
-      .def_property_readonly("tp_rank", &AutoModelForCausalLM::tp_rank)
-      .def_property_readonly("tp_size", &AutoModelForCausalLM::tp_size)
-      .def_property_readonly("last_stats", [](const AutoModelForCausalLM& model) { return stats_to_python(model.last_stats()); });
+      .def_property_readonly("device", [](const Model& model) { return model.handle.device(); })
+      .def_property_readonly("architecture", [](const Model& model) { return model.handle.architecture(); })
+      .def_property_readonly("weight_bytes", [](const Model& model) { return model.handle.weight_bytes(); })
+      .def_property_readonly("tp_rank", [](const Model& model) { return model.handle.tp_rank(); })
+      .def_property_readonly("tp_size", [](const Model& model) { return model.handle.tp_size(); })
+      .def_property_readonly("last_stats", [](Model& model) {
+        AutoModelForCausalLM::Stats stats;
+        {
+          py::gil_scoped_release release;
+          std::lock_guard lock(model.busy);
+          stats = model.handle.last_stats();
+        }
+        return stats_to_python(stats);
+      });
 }
 
 }  // namespace

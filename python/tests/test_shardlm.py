@@ -173,6 +173,23 @@ def test_generate_releases_the_gil(tokenizer):
     assert len(during) >= 10, f"{len(during)} ticks in {end - start:.3f} s of generate"
 
 
+def test_threads_sharing_a_model_each_get_their_own_result(tokenizer, model):
+    names = ["once_upon_a_time", "the_little_dog"] * 2
+    results = [None] * len(names)
+
+    def work(index):
+        prompt, prompt_ids, _ = run_c_golden(names[index])
+        output = model.generate(**tokenizer(prompt, return_tensors="np"), max_new_tokens=30, do_sample=False)
+        results[index] = output[0, len(prompt_ids) :].tolist()
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(names))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert results == [run_c_golden(name)[2][:30] for name in names]
+
+
 def test_chat_template_and_sampling_arguments(tokenizer, model):
     inputs = tokenizer("Once upon a time", return_tensors="np")
     first = model.generate(**inputs, max_new_tokens=10, do_sample=True, temperature=0.8, top_p=0.9, seed=7)
