@@ -25,6 +25,12 @@ void lower_collective(GraphLowering& l, const Node& node) {
   l.set(node, l.in(node, 0));
 }
 
+// Two inputs of one shape -> that shape.
+Outputs elementwise_shape(const ShapeContext& c, const Node& n) {
+  if (c.shape(n, 0) != c.shape(n, 1)) c.fail(n, c.shape(n, 0).to_string() + " vs " + c.shape(n, 1).to_string());
+  return {{c.shape(n, 0)}};
+}
+
 constexpr OpRow rows[] = {
     {.kind = OpKind::embedding,
      .name = "embedding",
@@ -127,19 +133,13 @@ constexpr OpRow rows[] = {
     {.kind = OpKind::silu_mul,
      .name = "silu_mul",
      // gate, up [rows, dim] -> silu(gate) * up
-     .shape = [](const ShapeContext& c, const Node& n) -> Outputs {
-       if (c.shape(n, 0) != c.shape(n, 1)) c.fail(n, c.shape(n, 0).to_string() + " vs " + c.shape(n, 1).to_string());
-       return {{c.shape(n, 0)}};
-     },
+     .shape = elementwise_shape,
      .execute = [](Backend& b, const Operands& o) { b.silu_mul(o.in(0), o.in(1), o.out()); },
      .lower = [](GraphLowering& l, const Node& n) { l.set(n, hlo::silu_mul(l.program(), l.in(n, 0), l.in(n, 1))); }},
     {.kind = OpKind::add,
      .name = "add",
      // a, b of one shape -> a + b
-     .shape = [](const ShapeContext& c, const Node& n) -> Outputs {
-       if (c.shape(n, 0) != c.shape(n, 1)) c.fail(n, c.shape(n, 0).to_string() + " vs " + c.shape(n, 1).to_string());
-       return {{c.shape(n, 0)}};
-     },
+     .shape = elementwise_shape,
      .execute = [](Backend& b, const Operands& o) { b.add(o.in(0), o.in(1), o.out()); },
      .lower = [](GraphLowering& l, const Node& n) { l.set(n, l.program().add(l.in(n, 0), l.in(n, 1))); }},
     {.kind = OpKind::gather_rows,

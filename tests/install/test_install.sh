@@ -11,13 +11,8 @@ source=$2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 prefix=$work/prefix
-failures=0
-check() {  # check DESCRIPTION CONDITION...
-  local description=$1
-  shift
-  if "$@"; then echo "ok: $description"; else echo "FAILED: $description"; failures=$((failures + 1)); fi
-}
-contains() { grep -qF -- "$2" "$1"; }
+# shellcheck source=../checks.sh
+source "$(dirname "$0")/../checks.sh"
 
 cmake --install "$build" --prefix "$prefix" >"$work/install.log" 2>&1
 check "cmake --install succeeds" test $? -eq 0

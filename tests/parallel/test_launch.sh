@@ -7,14 +7,8 @@ shardlm=$1
 data=$2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-failures=0
-check() {  # check DESCRIPTION CONDITION...
-  local description=$1
-  shift
-  if "$@"; then echo "ok: $description"; else echo "FAILED: $description"; failures=$((failures + 1)); fi
-}
-contains() { grep -qF -- "$2" "$1"; }
-not_contains() { ! grep -qF -- "$2" "$1"; }
+# shellcheck source=../checks.sh
+source "$(dirname "$0")/../checks.sh"
 
 prompt=(--prompt "Once upon a time" -n 24 --greedy)
 "$shardlm" generate "${prompt[@]}" >"$work/alone.txt" 2>/dev/null
