@@ -1,7 +1,8 @@
 // `shardlm bench`: prompt processing (pp) and token generation (tg) speed in the
 // manner of llama-bench, with each figure's share of the machine's physical limit:
 // decode against memory bandwidth (every weight byte is read once per token), prefill
-// against the f32 FMA peak on the CPU's widest vectors (the matrix FLOPs of the prompt).
+// against the peak of the instruction its matmuls run (the matrix FLOPs of the prompt):
+// f32 FMAs on the CPU's widest vectors, or bf16 dot products (the avx512_bf16 table).
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -161,8 +162,20 @@ void run(const BenchArguments& args) {
            : on_cpu           ? backends::cpu::measure_read_bandwidth_gbs(threads)
                               : 0;
   };
+  // The prefill's limit is the peak of the instruction its matmuls run: bf16 dot products
+  // on the AVX512-BF16 table over bf16 weights (twice the f32 FMA's multiply-adds), else f32 FMAs.
+  const std::optional<DType> weight_dtype = !args.model.quantize.empty() ? std::optional(DType::i8)
+                                            : !args.model.dtype.empty()  ? std::optional(parse_dtype(args.model.dtype))
+                                                                         : config.torch_dtype;
+  const bool dot_products = on_cpu && weight_dtype && backends::cpu::matmul_kernels().isa == "avx512_bf16" &&
+                            backends::cpu::gemm_rounds_input_to_bf16(backends::cpu::matmul_kernels(), *weight_dtype,
+                                                                     config.hidden_size);
+  const char* peak_instruction = dot_products ? "bf16 dot product (VDPBF16PS)" : "f32 FMA";
   const auto probe_peak = [&] {
-    return args.fma_peak_gflops ? *args.fma_peak_gflops : on_cpu ? backends::cpu::measure_fma_peak_gflops(threads) : 0;
+    if (args.fma_peak_gflops) return *args.fma_peak_gflops;
+    if (!on_cpu) return 0.0;
+    return dot_products ? backends::cpu::measure_bf16_dot_peak_gflops(threads)
+                        : backends::cpu::measure_fma_peak_gflops(threads);
   };
   GenerationConfig decode = generation;
   decode.max_new_tokens = args.generated_tokens + 1;  // the first token ends the prefill
@@ -243,6 +256,7 @@ void run(const BenchArguments& args) {
       {"read_bandwidth_gbs_stddev", bandwidth.deviation},
       {"fma_peak_gflops", peak.mean},
       {"fma_peak_gflops_stddev", peak.deviation},
+      {"pp_peak_instruction", peak_instruction},
       {"limits_probed_per_repetition", probed_per_repetition},
       {"tg_percent_of_roofline", tg_share.mean},
       {"tg_percent_of_roofline_stddev", tg_share.deviation},
@@ -268,9 +282,9 @@ void run(const BenchArguments& args) {
               model.tp_size() > 1 ? str_cat(" (per rank of tp_size ", model.tp_size(), ")").c_str() : "");
   std::printf("%-8s %12s %10s %s\n", "test", "tok/s", "stddev", "share of the machine's limit (mean ± stddev)");
   if (args.prompt_tokens > 0)
-    std::printf("pp%-6lld %12.2f %10.2f %.1f%% ± %.1f of %.1f GFLOP/s FMA peak (%.3f GFLOP/token)\n",
+    std::printf("pp%-6lld %12.2f %10.2f %.1f%% ± %.1f of %.1f GFLOP/s %s peak (%.3f GFLOP/token)\n",
                 static_cast<long long>(args.prompt_tokens), pp_spread.mean, pp_spread.deviation, pp_share.mean,
-                pp_share.deviation, peak.mean, cost.matmul_flops / 1e9);
+                pp_share.deviation, peak.mean, peak_instruction, cost.matmul_flops / 1e9);
   if (args.generated_tokens > 0)
     std::printf("tg%-6lld %12.2f %10.2f %.1f%% ± %.1f of %.1f GB/s read bandwidth (%.3f GB/token)%s\n",
                 static_cast<long long>(args.generated_tokens), tg_spread.mean, tg_spread.deviation, tg_share.mean,
@@ -321,9 +335,9 @@ void add_bench_command(CLI::App& app) {
                       "bench/roofline; on a GPU give its HBM figure); under CPU tensor parallelism each rank on the "
                       "host counts its share");
   command->add_option("--fma-peak-gflops", args->fma_peak_gflops,
-                      "Matrix peak for the pp share: the CPU's f32 FMA peak (default: measured before each "
-                      "repetition), or a GPU's bf16 "
-                      "matrix peak (give it)");
+                      "Matrix peak for the pp share (default on the CPU: measured before each repetition, for "
+                      "the instruction the prefill runs: f32 FMAs, or bf16 dot products on the avx512_bf16 "
+                      "kernels over bf16 weights); a GPU's bf16 matrix peak must be given");
   command->add_flag("--paired-probe", args->paired_probe,
                     "tg test: after the repetitions, one more run with a read-bandwidth probe pass after every "
                     "decode step, each step scored against the passes around it (CPU, one process; ~1.8x the tg "

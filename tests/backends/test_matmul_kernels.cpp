@@ -1,4 +1,4 @@
-// Every matmul table this CPU runs (portable, AVX2, AVX-512), both entries, every
+// Every matmul table this CPU runs (portable, AVX2, AVX-512, AVX512-BF16, AMX), both entries, every
 // weight dtype, against the scalar reference linear. Shapes cover each loop's tail:
 // rows around the 4-row gemv and the 6- and 12-row micro-kernel tiles (12: the last
 // tile full, which the packed input's last column must not overrun), in past the
@@ -7,8 +7,8 @@
 // 128-column blocks and not a multiple of 16. Tolerance: 2e-5 of the largest output
 // (f32 sums in another order); 1e-4 for gemv over int8 weights, whose AVX2 and AVX-512
 // kernels round the activations to int16 per 32-element block (2^-16 of the block's
-// largest value); 1e-2 for the AMX table's gemm over bf16, f16 and int8 weights, which
-// rounds them to bf16 (2^-9 relative each; measured up to 2.4e-3).
+// largest value); 1e-2 for the AMX table's gemm over bf16, f16 and int8 weights and the
+// AVX512-BF16 table's over bf16 weights, which round the activations to bf16 (2^-9 relative each; measured up to 2.4e-3).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -91,35 +91,30 @@ TEST(MatmulKernels, EveryTableMatchesTheReference) {
     }
 }
 
-// With activations that are bf16 values already, the AMX table's rounding is exact, so
-// only the sums' order is left: its tiles, transposes and the two bf16 terms of an f16
-// weight (exact) or an int8 weight times its scale (within 2^-17) must then give the
-// reference to the f32 tolerance.
-TEST(MatmulKernels, AmxTilesAreExactForBf16Activations) {
-  const MatmulKernels* amx = amx_matmul_kernels();
-  if (amx == nullptr) GTEST_SKIP() << "this CPU (or OS) does not run AMX-BF16";
+// With activations that are bf16 values already, the rounding of the tables that round
+// (AMX, AVX512-BF16) is exact, so only the sums' order is left: their tiles, pair
+// panels, transposes and (AMX) the two bf16 terms of an f16 weight (exact) or an int8
+// weight times its scale (within 2^-17) must then give the reference to the f32 tolerance.
+TEST(MatmulKernels, Bf16TablesAreExactForBf16Activations) {
   std::mt19937 random(11);
-  for (DType dtype : {DType::bf16, DType::f16, DType::i8}) {
-    const int64_t rows = 37, in = 160, out_features = 150;
-    Tensor x = random_tensor({rows, in}, DType::f32, random).to_dtype(DType::bf16).to_dtype(DType::f32);
-    Tensor weight = random_weight(dtype, out_features, in, random);
-    ASSERT_TRUE(gemm_rounds_input_to_bf16(*amx, dtype, in));
-    Tensor expected = Tensor::zeros({rows, out_features}, DType::f32), actual = expected.clone();
-    reference::linear(x, weight, Tensor(), expected);
-    std::vector<float> packed;
-    amx->gemm(gemm_input(*amx, dtype, x.data<float>(), rows, in, packed), rows, WeightView::of(weight), 0, out_features,
-              actual.mutable_data<float>(), out_features);
-    EXPECT_LT(relative_error(to_doubles(actual), to_doubles(expected)), tolerance) << dtype_name(dtype);
-  }
-}
-
-TEST(MatmulKernels, TheWidestTableTheCpuRunsIsPicked) {
-  if (std::getenv("SHARDLM_CPU_KERNELS")) GTEST_SKIP() << "SHARDLM_CPU_KERNELS chooses the table";
-  EXPECT_EQ(avx512_matmul_kernels() != nullptr, cpu_has_avx512());
-  if (amx_matmul_kernels()) EXPECT_EQ(matmul_kernels().isa, "amx");
-  else if (cpu_has_avx512()) EXPECT_EQ(matmul_kernels().isa, "avx512");
-  else if (avx2_matmul_kernels()) EXPECT_EQ(matmul_kernels().isa, "avx2");
-  else EXPECT_EQ(matmul_kernels().isa, "portable");
+  int checked = 0;
+  for (const MatmulKernels* table : available_matmul_kernels())
+    for (DType dtype : {DType::bf16, DType::f16, DType::i8})
+      for (int64_t in : {160, 1056}) {
+        if (!gemm_rounds_input_to_bf16(*table, dtype, in)) continue;
+        const int64_t rows = 37, out_features = 150;
+        Tensor x = random_tensor({rows, in}, DType::f32, random).to_dtype(DType::bf16).to_dtype(DType::f32);
+        Tensor weight = random_weight(dtype, out_features, in, random);
+        Tensor expected = Tensor::zeros({rows, out_features}, DType::f32), actual = expected.clone();
+        reference::linear(x, weight, Tensor(), expected);
+        std::vector<float> packed;
+        table->gemm(gemm_input(*table, dtype, x.data<float>(), rows, in, packed), rows, WeightView::of(weight), 0,
+                    out_features, actual.mutable_data<float>(), out_features);
+        EXPECT_LT(relative_error(to_doubles(actual), to_doubles(expected)), tolerance)
+            << table->isa << " " << dtype_name(dtype) << " in " << in;
+        ++checked;
+      }
+  if (checked == 0) GTEST_SKIP() << "this CPU runs no table that rounds activations to bf16 (AMX, AVX512-BF16)";
 }
 
 TEST(Quantize, Int8BlocksRoundTripWithinHalfAStep) {

@@ -1,7 +1,8 @@
 #pragma once
-// The two physical limits a CPU kernel is measured against: how fast memory streams
-// into the cores (decode reads every weight once per token) and how many f32 FMAs the
-// cores retire (prefill is matrix work). `shardlm bench` and bench/roofline report
+// The physical limits a CPU kernel is measured against: how fast memory streams into
+// the cores (decode reads every weight once per token) and how many multiply-adds the
+// cores retire with the instruction the prefill kernel uses (f32 FMAs, or bf16 dot
+// products). `shardlm bench` and bench/roofline report
 // kernel speed as a share of these, measured on the machine itself.
 
 #include "core/tensor.h"
@@ -36,5 +37,8 @@ double measure_read_bandwidth_gbs(int threads);
 // AVX-512, else 8) on `threads` threads: the machine's peak, whichever matmul table
 // runs. 0 when the CPU lacks AVX2/FMA.
 double measure_fma_peak_gflops(int threads);
+// GFLOP/s (4 per bf16 pair) of VDPBF16PS, the AVX512-BF16 table's prefill instruction,
+// on `threads` threads; 0 where the CPU lacks AVX512_BF16.
+double measure_bf16_dot_peak_gflops(int threads);
 
 }  // namespace shardlm::backends::cpu

@@ -29,6 +29,7 @@
 #include <cstring>
 #include <vector>
 
+#include "backends/cpu/avx512_gemm.h"
 #include "backends/cpu/matmul_kernels.h"
 
 namespace shardlm::backends::cpu {
@@ -68,36 +69,10 @@ void configure_tiles() {
   _tile_loadconfig(&config);
 }
 
-// Transposes the 16x16 matrix of 32-bit elements held in rows[0..16).
-void transpose16(__m512i rows[16]) {
-  __m512i pairs[16], quads[16];
-  for (int i = 0; i < 16; i += 2) {
-    pairs[i] = _mm512_unpacklo_epi32(rows[i], rows[i + 1]);
-    pairs[i + 1] = _mm512_unpackhi_epi32(rows[i], rows[i + 1]);
-  }
-  // quads[4g + j], per 128-bit lane L: column 4L + j of rows 4g .. 4g + 3.
-  for (int g = 0; g < 16; g += 4) {
-    quads[g] = _mm512_unpacklo_epi64(pairs[g], pairs[g + 2]);
-    quads[g + 1] = _mm512_unpackhi_epi64(pairs[g], pairs[g + 2]);
-    quads[g + 2] = _mm512_unpacklo_epi64(pairs[g + 1], pairs[g + 3]);
-    quads[g + 3] = _mm512_unpackhi_epi64(pairs[g + 1], pairs[g + 3]);
-  }
-  for (int j = 0; j < 4; ++j) {
-    const __m512i low01 = _mm512_shuffle_i32x4(quads[j], quads[4 + j], 0x44);
-    const __m512i high01 = _mm512_shuffle_i32x4(quads[j], quads[4 + j], 0xEE);
-    const __m512i low23 = _mm512_shuffle_i32x4(quads[8 + j], quads[12 + j], 0x44);
-    const __m512i high23 = _mm512_shuffle_i32x4(quads[8 + j], quads[12 + j], 0xEE);
-    rows[j] = _mm512_shuffle_i32x4(low01, low23, 0x88);
-    rows[4 + j] = _mm512_shuffle_i32x4(low01, low23, 0xDD);
-    rows[8 + j] = _mm512_shuffle_i32x4(high01, high23, 0x88);
-    rows[12 + j] = _mm512_shuffle_i32x4(high01, high23, 0xDD);
-  }
-}
-
 // Stores the 16 rows' 32-element runs rows[0..16) as a B tile at `tile`: transposed as
 // 32-bit pairs, [k pair][column][2].
 void store_b_tile(__m512i rows[16], uint16_t* tile) {
-  transpose16(rows);  // rows[p]: pair p of the sixteen columns
+  avx512::transpose16(rows);  // rows[p]: pair p of the sixteen columns
   for (int p = 0; p < 16; ++p) _mm512_storeu_si512(tile + p * 32, rows[p]);
 }
 
@@ -279,10 +254,6 @@ bool cpu_runs_amx_bf16() {
 
 }  // namespace
 
-bool gemm_rounds_input_to_bf16(const MatmulKernels& kernels, DType weight_dtype, int64_t in) {
-  return &kernels == amx_matmul_kernels() && runs_on_tiles(weight_dtype, in);
-}
-
 const MatmulKernels* amx_matmul_kernels() {
   static const bool runs = cpu_runs_amx_bf16();
   if (!runs) return nullptr;
@@ -290,7 +261,8 @@ const MatmulKernels* amx_matmul_kernels() {
                                      .input_tile_rows = unit_rows, .gemm_column_block = column_block,
                                      .pack_gemv_input = fallback().pack_gemv_input,
                                      .gemv_input_row_floats = fallback().gemv_input_row_floats,
-                                     .silu_multiply = fallback().silu_multiply};
+                                     .silu_multiply = fallback().silu_multiply,
+                                     .gemm_rounds_input_to_bf16 = runs_on_tiles};
   return &kernels;
 }
 

@@ -19,6 +19,7 @@
 #include <utility>
 
 #include "backends/cpu/avx2_gemm.h"
+#include "backends/cpu/avx512_gemm.h"
 
 namespace shardlm::backends::cpu {
 namespace {
@@ -27,6 +28,7 @@ using avx2::block;
 using avx2::element_bytes;
 using avx2::load1;
 using avx2::row_pointer;
+using avx512::first_lanes;
 
 // Where the gemv's prefetches land (avx2::gemv_prefetch_bytes ahead of its reads): L2 on
 // AMD, as matmul_avx2.cpp's note says Zen 4 wants; L1 on Intel, where on Sapphire Rapids
@@ -41,9 +43,6 @@ inline void prefetch_ahead(const void* row, int64_t byte_offset) {
   if constexpr (Into == PrefetchInto::l1) _mm_prefetch(line, _MM_HINT_T0);
   else _mm_prefetch(line, _MM_HINT_T1);
 }
-
-// Mask of the first `count` (<= 16) lanes.
-inline __mmask16 first_lanes(int64_t count) { return static_cast<__mmask16>((1u << count) - 1u); }
 
 // Sixteen consecutive weights of a row from element k, as f32 (f32, bf16, f16), the
 // lanes past `mask` zero.
@@ -274,10 +273,7 @@ void micro_kernel(const float* a, const float* panel, int64_t kc, float* c, int6
   __m512 low[M], high[M];
   SHARDLM_UNROLL
   for (int i = 0; i < M; ++i) low[i] = high[i] = _mm512_setzero_ps();
-  // The tile of c was last touched a k block ago (matmul_avx2.cpp's micro-kernel).
-  if (accumulate)
-    SHARDLM_UNROLL
-    for (int i = 0; i < M; ++i) _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc), _MM_HINT_T0);
+  if (accumulate) avx512::prefetch_sums<M>(c, ldc);
 #pragma GCC unroll 4
   for (int64_t k = 0; k < kc; ++k) {
     const __m512 b0 = _mm512_load_ps(panel + k * panel_width);
@@ -289,18 +285,7 @@ void micro_kernel(const float* a, const float* panel, int64_t kc, float* c, int6
       high[i] = _mm512_fmadd_ps(value, b1, high[i]);
     }
   }
-  const __mmask16 low_mask = first_lanes(std::min<int64_t>(16, width));
-  const __mmask16 high_mask = first_lanes(std::max<int64_t>(0, width - 16));
-  SHARDLM_UNROLL
-  for (int i = 0; i < M; ++i) {
-    float* row = c + i * ldc;
-    if (accumulate) {
-      low[i] = _mm512_add_ps(low[i], _mm512_maskz_loadu_ps(low_mask, row));
-      high[i] = _mm512_add_ps(high[i], _mm512_maskz_loadu_ps(high_mask, row + 16));
-    }
-    _mm512_mask_storeu_ps(row, low_mask, low[i]);
-    _mm512_mask_storeu_ps(row + 16, high_mask, high[i]);
-  }
+  avx512::store_sums<M>(low, high, c, ldc, width, accumulate);
 }
 
 template <int... M>

@@ -53,6 +53,8 @@ struct MatmulKernels {
   int64_t (*gemv_input_row_floats)(DType weight_dtype, int64_t in) = nullptr;
   // inout[i] *= silu(gate[i]) = gate[i] / (1 + e^-gate[i]): the gated MLP's epilogue.
   void (*silu_multiply)(const float* gate, float* inout, int64_t count) = nullptr;
+  // Where gemm rounds the activations to bf16 (gemm_rounds_input_to_bf16); null: never.
+  bool (*gemm_rounds_input_to_bf16)(DType weight_dtype, int64_t in) = nullptr;
 };
 inline int64_t input_tiles(const MatmulKernels& kernels, int64_t rows) {
   return (rows + kernels.input_tile_rows - 1) / kernels.input_tile_rows;
@@ -86,18 +88,21 @@ inline const float* gemm_input(const MatmulKernels& kernels, DType weight_dtype,
 }
 constexpr int64_t gemv_max_rows = 4;
 
-// The portable table, the AVX2+FMA+F16C one, the AVX-512 (F, BW, VL, DQ) one and the AMX
-// one (prefill of bf16, f16 and int8 weights on the tile units, the rest AVX-512's), the last three where this
-// CPU and the OS run them, else null.
+// The portable table, the AVX2+FMA+F16C one, the AVX-512 (F, BW, VL, DQ) one, the
+// AVX512-BF16 one (prefill of bf16 weights by VDPBF16PS, the rest AVX-512's) and the AMX
+// one (prefill of bf16, f16 and int8 weights on the tile units, the rest AVX-512's), the
+// last four where this CPU and the OS run them, else null.
 const MatmulKernels& portable_matmul_kernels();
 const MatmulKernels* avx2_matmul_kernels();
 const MatmulKernels* avx512_matmul_kernels();
+const MatmulKernels* avx512_bf16_matmul_kernels();
 const MatmulKernels* amx_matmul_kernels();
 bool cpu_has_avx512();
 // Whether `kernels`' gemm rounds the activations to bf16 for weights of `weight_dtype`
 // and row length `in` (the AMX table's tile units do, for bf16, f16 and int8 weights whose
-// rows are whole 32-element tiles): 2^-9 relative per activation, as a bf16 model runs in
-// transformers or llama.cpp. Every other kernel keeps them f32.
+// rows are whole 32-element tiles; the AVX512-BF16 table's dot products for bf16 weights):
+// 2^-9 relative per activation, as a bf16 model runs in transformers or llama.cpp. Every
+// other kernel keeps them f32.
 bool gemm_rounds_input_to_bf16(const MatmulKernels& kernels, DType weight_dtype, int64_t in);
 // Every table this CPU can run, best last.
 std::span<const MatmulKernels* const> available_matmul_kernels();

@@ -68,11 +68,16 @@ WeightView WeightView::of(const Tensor& weight) {
 std::span<const MatmulKernels* const> available_matmul_kernels() {
   static const std::vector<const MatmulKernels*> tables = [] {
     std::vector<const MatmulKernels*> found{&portable_matmul_kernels()};
-    for (const MatmulKernels* table : {avx2_matmul_kernels(), avx512_matmul_kernels(), amx_matmul_kernels()})
+    for (const MatmulKernels* table :
+         {avx2_matmul_kernels(), avx512_matmul_kernels(), avx512_bf16_matmul_kernels(), amx_matmul_kernels()})
       if (table) found.push_back(table);
     return found;
   }();
   return tables;
+}
+
+bool gemm_rounds_input_to_bf16(const MatmulKernels& kernels, DType weight_dtype, int64_t in) {
+  return kernels.gemm_rounds_input_to_bf16 && kernels.gemm_rounds_input_to_bf16(weight_dtype, in);
 }
 
 bool cpu_has_avx512() {

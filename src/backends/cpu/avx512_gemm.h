@@ -1,0 +1,68 @@
+#pragma once
+// Pieces the AVX-512 gemm kernels share (matmul_avx512.cpp, matmul_avx512_bf16.cpp,
+// matmul_amx.cpp). Only files compiled with AVX-512 (F, BW, VL, DQ) include this.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "backends/cpu/avx2_gemm.h"
+
+namespace shardlm::backends::cpu::avx512 {
+
+// Mask of the first `count` (<= 16) lanes.
+inline __mmask16 first_lanes(int64_t count) { return static_cast<__mmask16>((1u << count) - 1u); }
+
+// Transposes the 16x16 matrix of 32-bit elements held in rows[0..16).
+inline void transpose16(__m512i rows[16]) {
+  __m512i pairs[16], quads[16];
+  for (int i = 0; i < 16; i += 2) {
+    pairs[i] = _mm512_unpacklo_epi32(rows[i], rows[i + 1]);
+    pairs[i + 1] = _mm512_unpackhi_epi32(rows[i], rows[i + 1]);
+  }
+  // quads[4g + j], per 128-bit lane L: column 4L + j of rows 4g .. 4g + 3.
+  for (int g = 0; g < 16; g += 4) {
+    quads[g] = _mm512_unpacklo_epi64(pairs[g], pairs[g + 2]);
+    quads[g + 1] = _mm512_unpackhi_epi64(pairs[g], pairs[g + 2]);
+    quads[g + 2] = _mm512_unpacklo_epi64(pairs[g + 1], pairs[g + 3]);
+    quads[g + 3] = _mm512_unpackhi_epi64(pairs[g + 1], pairs[g + 3]);
+  }
+  for (int j = 0; j < 4; ++j) {
+    const __m512i low01 = _mm512_shuffle_i32x4(quads[j], quads[4 + j], 0x44);
+    const __m512i high01 = _mm512_shuffle_i32x4(quads[j], quads[4 + j], 0xEE);
+    const __m512i low23 = _mm512_shuffle_i32x4(quads[8 + j], quads[12 + j], 0x44);
+    const __m512i high23 = _mm512_shuffle_i32x4(quads[8 + j], quads[12 + j], 0xEE);
+    rows[j] = _mm512_shuffle_i32x4(low01, low23, 0x88);
+    rows[4 + j] = _mm512_shuffle_i32x4(low01, low23, 0xDD);
+    rows[8 + j] = _mm512_shuffle_i32x4(high01, high23, 0x88);
+    rows[12 + j] = _mm512_shuffle_i32x4(high01, high23, 0xDD);
+  }
+}
+
+// A micro-kernel's M x 32 sums (low: columns 0..15, high: 16..31) into c [M, ldc], the
+// first `width` columns; added to what c holds when `accumulate` (a later k block).
+template <int M>
+inline void store_sums(__m512 low[M], __m512 high[M], float* c, int64_t ldc, int64_t width, bool accumulate) {
+  const __mmask16 low_mask = first_lanes(std::min<int64_t>(16, width));
+  const __mmask16 high_mask = first_lanes(std::max<int64_t>(0, width - 16));
+  SHARDLM_UNROLL
+  for (int i = 0; i < M; ++i) {
+    float* row = c + i * ldc;
+    if (accumulate) {
+      low[i] = _mm512_add_ps(low[i], _mm512_maskz_loadu_ps(low_mask, row));
+      high[i] = _mm512_add_ps(high[i], _mm512_maskz_loadu_ps(high_mask, row + 16));
+    }
+    _mm512_mask_storeu_ps(row, low_mask, low[i]);
+    _mm512_mask_storeu_ps(row + 16, high_mask, high[i]);
+  }
+}
+
+// The tile of c a micro-kernel adds to was last touched a k block ago: fetched while
+// the sums are computed (matmul_avx2.cpp's micro-kernel).
+template <int M>
+inline void prefetch_sums(const float* c, int64_t ldc) {
+  SHARDLM_UNROLL
+  for (int i = 0; i < M; ++i) _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc), _MM_HINT_T0);
+}
+
+}  // namespace shardlm::backends::cpu::avx512

@@ -1,0 +1,167 @@
+// The AVX512-BF16 table (AMD Zen 4, Intel Cooper Lake and later): prefill over bf16
+// weights with VDPBF16PS, which multiplies 16 pairs of bf16 values and adds each
+// pair's two products to an f32 lane: twice the multiply-adds of an f32 FMA in one
+// instruction. Everything else (decode's gemv, f32, f16 and int8 weights, a row length
+// that is not a multiple of 32) runs the AVX-512 table's kernels.
+//
+// As the AMX table (and llama.cpp, and transformers running a bf16 model), the
+// activations are rounded to bf16 (nearest even) once per op; the products and their
+// sums stay f32: 2^-9 relative per activation, the bound tests/backends states.
+//
+// The AVX-512 table's blocking, on k pairs: a 12x32 micro-kernel (24 accumulators; per
+// k pair, two 16-lane panel loads and twelve broadcast VDPBF16PS pairs). pack_input
+// writes input tile t (rows [12t, 12t + 12), zero past the end) as [k block][tile][k
+// pair][12] 32-bit bf16 pairs; each 32-column weight panel is [k pair][32 columns] pairs,
+// sixteen weight rows' 64-byte runs transposed as 32-bit elements.
+#include <cpuid.h>
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "backends/cpu/avx512_gemm.h"
+#include "backends/cpu/matmul_kernels.h"
+
+namespace shardlm::backends::cpu {
+namespace {
+
+constexpr int64_t micro_rows = 12, panel_width = 32, k_block = 512, column_block = 128, run = 32;
+
+bool runs_on_pairs(DType weight_dtype, int64_t in) { return weight_dtype == DType::bf16 && in % run == 0; }
+
+const MatmulKernels& fallback() { return *avx512_matmul_kernels(); }
+
+// Where tile t's pairs of k block k0 start: [k block][tile][k pair][12], in 32-bit pairs.
+int64_t packed_tile_offset(int64_t tiles, int64_t in, int64_t t, int64_t k0) {
+  return (k0 * tiles * micro_rows + t * std::min(k_block, in - k0) * micro_rows) / 2;
+}
+
+void pack_input(const float* x, int64_t rows, int64_t in, DType weight_dtype, int64_t tile_begin, int64_t tile_end,
+                float* packed) {
+  if (!runs_on_pairs(weight_dtype, in)) return fallback().pack_input(x, rows, in, weight_dtype, tile_begin, tile_end,
+                                                                     packed);
+  auto* pairs = reinterpret_cast<uint32_t*>(packed);
+  const int64_t tiles = (rows + micro_rows - 1) / micro_rows;
+  alignas(64) uint32_t rounded[run / 2];
+  for (int64_t t = tile_begin; t < tile_end; ++t)
+    for (int64_t k0 = 0; k0 < in; k0 += k_block) {
+      uint32_t* tile = pairs + packed_tile_offset(tiles, in, t, k0);
+      const int64_t kc = std::min(k_block, in - k0);
+      for (int64_t i = 0; i < micro_rows; ++i) {
+        const int64_t r = t * micro_rows + i;
+        for (int64_t k = 0; k < kc; k += run) {
+          if (r < rows) {
+            const float* source = x + r * in + k0 + k;
+            _mm512_store_si512(rounded, (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(source + 16),
+                                                                     _mm512_loadu_ps(source)));
+          } else {
+            std::memset(rounded, 0, sizeof(rounded));
+          }
+          for (int64_t p = 0; p < run / 2; ++p) tile[(k / 2 + p) * micro_rows + i] = rounded[p];
+        }
+      }
+    }
+}
+
+// Weight columns [n0, n0 + width) (width <= 32, zero past it), k [k0, k0 + kc), as the
+// panel [kc / 2][32] of 32-bit bf16 pairs.
+void pack_panel(const WeightView& w, int64_t n0, int64_t width, int64_t k0, int64_t kc, uint32_t* panel) {
+  const auto* weight = static_cast<const uint16_t*>(w.data);
+  for (int64_t group = 0; group < panel_width / 16; ++group)
+    for (int64_t k = 0; k < kc; k += run) {
+      __m512i runs[16];
+      for (int64_t i = 0; i < 16; ++i) {
+        const int64_t column = group * 16 + i;
+        runs[i] = column < width ? _mm512_loadu_si512(weight + (n0 + column) * w.in + k0 + k) : _mm512_setzero_si512();
+      }
+      avx512::transpose16(runs);  // runs[p]: pair p of the sixteen columns
+      for (int64_t p = 0; p < 16; ++p) _mm512_store_si512(panel + (k / 2 + p) * panel_width + group * 16, runs[p]);
+    }
+}
+
+// c[i, 0..width) (+)= a[i] . panel for M rows of a packed tile ([k pair][12]) over
+// `pairs` k pairs.
+template <int M>
+void micro_kernel(const uint32_t* a, const uint32_t* panel, int64_t pairs, float* c, int64_t ldc, int64_t width,
+                  bool accumulate) {
+  __m512 low[M], high[M];
+  SHARDLM_UNROLL
+  for (int i = 0; i < M; ++i) low[i] = high[i] = _mm512_setzero_ps();
+  if (accumulate) avx512::prefetch_sums<M>(c, ldc);
+#pragma GCC unroll 4
+  for (int64_t p = 0; p < pairs; ++p) {
+    const auto b0 = (__m512bh)_mm512_load_si512(panel + p * panel_width);
+    const auto b1 = (__m512bh)_mm512_load_si512(panel + p * panel_width + 16);
+    SHARDLM_UNROLL
+    for (int i = 0; i < M; ++i) {
+      const auto value = (__m512bh)_mm512_set1_epi32(static_cast<int>(a[p * micro_rows + i]));
+      low[i] = _mm512_dpbf16_ps(low[i], value, b0);
+      high[i] = _mm512_dpbf16_ps(high[i], value, b1);
+    }
+  }
+  avx512::store_sums<M>(low, high, c, ldc, width, accumulate);
+}
+
+template <int... M>
+void micro_kernel_rows(std::integer_sequence<int, M...>, int64_t rows, const uint32_t* a, const uint32_t* panel,
+                       int64_t pairs, float* c, int64_t ldc, int64_t width, bool accumulate) {
+  ((rows == M + 1 ? micro_kernel<M + 1>(a, panel, pairs, c, ldc, width, accumulate) : void()), ...);
+}
+
+// matmul_avx512.cpp's loop order: per k block the column block's panels (128 KB, in L2),
+// then for a block of input tiles each panel (32 KB, in L1) meets every tile of the block.
+constexpr int64_t tiles_per_block = 12;
+
+void gemm_on_pairs(const float* packed_x, int64_t rows, const WeightView& w, int64_t o_begin, int64_t o_end,
+                   float* out, int64_t stride) {
+  alignas(64) uint32_t packed[k_block / 2 * column_block];  // on the stack, as matmul_avx512.cpp's
+  const auto* x = reinterpret_cast<const uint32_t*>(packed_x);
+  const int64_t in = w.in, tiles = (rows + micro_rows - 1) / micro_rows;
+  for (int64_t n0 = o_begin; n0 < o_end; n0 += column_block) {
+    const int64_t columns = std::min(column_block, o_end - n0);
+    const int64_t panels = (columns + panel_width - 1) / panel_width;
+    for (int64_t k0 = 0; k0 < in; k0 += k_block) {
+      const int64_t kc = std::min(k_block, in - k0), panel_pairs = k_block / 2 * panel_width;
+      for (int64_t p = 0; p < panels; ++p)
+        pack_panel(w, n0 + p * panel_width, std::min(panel_width, columns - p * panel_width), k0, kc,
+                   packed + p * panel_pairs);
+      for (int64_t t0 = 0; t0 < tiles; t0 += tiles_per_block)
+        for (int64_t p = 0; p < panels; ++p)
+          for (int64_t t = t0; t < std::min(tiles, t0 + tiles_per_block); ++t)
+            micro_kernel_rows(std::make_integer_sequence<int, micro_rows>{}, std::min(micro_rows, rows - t * micro_rows),
+                              x + packed_tile_offset(tiles, in, t, k0), packed + p * panel_pairs, kc / 2,
+                              out + t * micro_rows * stride + n0 + p * panel_width, stride,
+                              std::min(panel_width, columns - p * panel_width), k0 > 0);
+    }
+  }
+}
+
+void gemm(const float* x, int64_t rows, const WeightView& w, int64_t o_begin, int64_t o_end, float* out,
+          int64_t stride) {
+  if (runs_on_pairs(w.dtype, w.in)) gemm_on_pairs(x, rows, w, o_begin, o_end, out, stride);
+  else fallback().gemm(x, rows, w, o_begin, o_end, out, stride);
+}
+
+// AVX512_BF16 from CPUID leaf 7, subleaf 1 (clang's __builtin_cpu_supports does not know it).
+bool cpu_runs_avx512_bf16() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return cpu_has_avx512() && __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax & (1u << 5)) != 0;
+}
+
+}  // namespace
+
+const MatmulKernels* avx512_bf16_matmul_kernels() {
+  static const bool runs = cpu_runs_avx512_bf16();
+  if (!runs) return nullptr;
+  static const MatmulKernels kernels{.isa = "avx512_bf16", .gemv = fallback().gemv, .gemm = gemm,
+                                     .pack_input = pack_input, .input_tile_rows = micro_rows,
+                                     .gemm_column_block = column_block,
+                                     .pack_gemv_input = fallback().pack_gemv_input,
+                                     .gemv_input_row_floats = fallback().gemv_input_row_floats,
+                                     .silu_multiply = fallback().silu_multiply,
+                                     .gemm_rounds_input_to_bf16 = runs_on_pairs};
+  return &kernels;
+}
+
+}  // namespace shardlm::backends::cpu
