@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The CPU figures of docs/PERFORMANCE.md in one run: a random-weight model of
+# The CPU matrix of docs/performance-log/ in one run: a random-weight model of
 # Qwen3-0.6B's shape (bench/qwen3-0.6b-config.json), pp512 and tg128 (after a 64-token
 # prompt) for f32, bf16 (copied into huge pages, and kept memory-mapped), f16 and int8
 # weights at 1 and 2 threads. `shardlm bench` probes the read bandwidth and FMA peak

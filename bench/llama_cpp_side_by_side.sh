@@ -35,7 +35,7 @@ llama() {
   python3 -c 'import json, sys; d = json.load(sys.stdin)[0]; print("%.2f %.2f" % (d["avg_ts"], d["stddev_ts"]))' <<<"$result"
 }
 
-echo "| time (UTC) | weights | llama.cpp pp512 | shardlm pp512 | ratio | llama.cpp tg128 | shardlm tg128 | ratio | shardlm pp % of FMA peak | shardlm tg % of roofline |"
+echo "| time (UTC) | weights | llama.cpp pp512 | shardlm pp512 | ratio | llama.cpp tg128 | shardlm tg128 | ratio | shardlm pp % of its instruction's peak | shardlm tg % of roofline |"
 echo "|---|---|---|---|---|---|---|---|---|---|"
 for round in $(seq "$rounds"); do
   for type in bf16 f16 q8_0; do
