@@ -9,6 +9,7 @@
 #include <shardlm/shardlm.h>
 
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -119,8 +120,10 @@ py::object apply_chat_template(const AutoTokenizer& tokenizer, const py::object&
 // new piece of text; iterating takes them out, waiting without the GIL.
 class TextIteratorStreamer {
  public:
+  // A timeout that is not finite (or is over a day) waits without one.
   TextIteratorStreamer(const AutoTokenizer* tokenizer, bool skip_prompt, std::optional<double> timeout)
-      : tokenizer_(tokenizer), skip_prompt_(skip_prompt), timeout_(timeout) {}
+      : tokenizer_(tokenizer), skip_prompt_(skip_prompt),
+        timeout_(timeout && std::isfinite(*timeout) && *timeout < 86400 ? timeout : std::nullopt) {}
 
   const AutoTokenizer* tokenizer() const { return tokenizer_; }
   // skip_prompt=False: the prompt's text comes first, as transformers streams it.
@@ -128,43 +131,50 @@ class TextIteratorStreamer {
     if (!skip_prompt_ && tokenizer_) put(tokenizer_->decode(prompt));
   }
   void put(std::string_view text) {
-    if (text.empty()) return;
-    std::lock_guard lock(mutex_);
-    pieces_.emplace_back(text);
-    ready_.notify_one();
+    if (!text.empty()) push(std::string(text));
   }
-  void end() {
-    std::lock_guard lock(mutex_);
-    ended_ = true;
-    ready_.notify_one();
-  }
+  // The end of one generate(): the iteration stops there, and a later generate() with the
+  // same streamer is iterated afresh, as transformers' queue of pieces and stop signals.
+  void end() { push(std::nullopt); }
+
+  // The GIL is let go before the mutex is taken and taken back after it is released, so
+  // a thread holding the GIL and waiting on the mutex (put, a second reader) never waits
+  // on this one.
   std::string next() {
-    std::unique_lock lock(mutex_);
-    bool timed_out = false;
+    std::optional<std::optional<std::string>> item;
     {
       py::gil_scoped_release release;
-      const auto has_work = [&] { return !pieces_.empty() || ended_; };
+      std::unique_lock lock(mutex_);
+      const auto has_work = [&] { return !pieces_.empty(); };
       if (!timeout_) ready_.wait(lock, has_work);
-      else timed_out = !ready_.wait_for(lock, std::chrono::duration<double>(*timeout_), has_work);
+      else ready_.wait_for(lock, std::chrono::duration<double>(*timeout_), has_work);
+      if (!pieces_.empty()) {
+        item = std::move(pieces_.front());
+        pieces_.pop_front();
+      }
     }
-    if (timed_out) {
-      PyErr_SetString(PyExc_TimeoutError, "TextIteratorStreamer: no text within the timeout");
+    if (!item) {
+      PyErr_SetString(py::module_::import("queue").attr("Empty").ptr(),
+                      "TextIteratorStreamer: no text within the timeout");
       throw py::error_already_set();
     }
-    if (pieces_.empty()) throw py::stop_iteration();
-    std::string piece = std::move(pieces_.front());
-    pieces_.pop_front();
-    return piece;
+    if (!*item) throw py::stop_iteration();
+    return std::move(**item);
   }
 
  private:
+  void push(std::optional<std::string> item) {
+    std::lock_guard lock(mutex_);
+    pieces_.push_back(std::move(item));
+    ready_.notify_one();
+  }
+
   const AutoTokenizer* tokenizer_;
   bool skip_prompt_;
   std::optional<double> timeout_;
   std::mutex mutex_;
   std::condition_variable ready_;
-  std::deque<std::string> pieces_;
-  bool ended_ = false;
+  std::deque<std::optional<std::string>> pieces_;  // text, or nullopt where a generate() ended
 };
 
 // A model as Python holds it. Python threads may share it and the GIL is released while

@@ -4,6 +4,7 @@ tokenizers), and the C++ CLI's own output for the same calls."""
 
 import json
 import os
+import queue
 import struct
 import subprocess
 import sys
@@ -146,6 +147,16 @@ def test_streamer_yields_the_generated_text(tokenizer, model):
     assert len(pieces) > 1
     generated = result["ids"][0, inputs["input_ids"].shape[1] :]
     assert "".join(pieces) == tokenizer.decode(generated)
+
+    # The same streamer again, prompt first (skip_prompt=False), read in this thread after
+    # generate has ended; then an empty queue times out as transformers' does.
+    again = shardlm.TextIteratorStreamer(tokenizer, timeout=0.05)
+    output = model.generate(**inputs, max_new_tokens=8, do_sample=False, streamer=again)
+    assert "".join(again) == tokenizer.decode(output[0])
+    model.generate(**inputs, max_new_tokens=4, do_sample=False, streamer=again)
+    assert "".join(again) == tokenizer.decode(model.generate(**inputs, max_new_tokens=4, do_sample=False)[0])
+    with pytest.raises(queue.Empty):
+        next(again)
 
 
 def test_generate_releases_the_gil(tokenizer):
