@@ -12,6 +12,7 @@
 
 #include "backends/cpu/attention_kernels.h"
 #include "backends/cpu/kernels.h"
+#include "backends/cpu/matmul_kernels.h"
 #include "backends/cpu/simd.h"
 #include "core/dtype.h"
 #include "core/error.h"
@@ -130,8 +131,9 @@ void attention(ThreadPool& pool, const Tensor& q, const Tensor& k_cache, const T
   // at least min_split_positions whose partial softmaxes are merged after.
   const int64_t wanted = pairs >= 2 * pool.threads() ? 1 : (2 * pool.threads() + pairs - 1) / pairs;
   const int64_t splits = std::clamp<int64_t>(longest / min_split_positions, 1, wanted);
-  const FlashBlockKernel flash = avx2_flash_block(head_dim);
-  const DecodeAttentionKernel decode = avx2_decode_attention(head_dim);
+  const MatmulKernels& table = matmul_kernels();
+  const FlashBlockKernel flash = table.flash_block ? table.flash_block(head_dim) : nullptr;
+  const DecodeAttentionKernel decode = table.decode_attention ? table.decode_attention(head_dim) : nullptr;
   if (flash && seq * group >= 6 && group <= flash_max_rows && splits == 1) {
     // Tasks: (batch row, KV head, block of query positions); a block's rows are its
     // positions times the group's query heads.

@@ -262,7 +262,9 @@ const MatmulKernels* amx_matmul_kernels() {
                                      .pack_gemv_input = fallback().pack_gemv_input,
                                      .gemv_input_row_floats = fallback().gemv_input_row_floats,
                                      .silu_multiply = fallback().silu_multiply,
-                                     .gemm_rounds_input_to_bf16 = runs_on_tiles};
+                                     .gemm_rounds_input_to_bf16 = runs_on_tiles,
+                                     .flash_block = fallback().flash_block,
+                                     .decode_attention = fallback().decode_attention};
   return &kernels;
 }
 

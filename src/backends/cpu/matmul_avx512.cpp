@@ -347,7 +347,10 @@ const MatmulKernels* avx512_matmul_kernels() {
                                      .pack_gemv_input = pack_gemv_input,
                                      .gemv_input_row_floats = gemv_input_row_floats,
                                      // The AVX2 table's: ~1% of a prefill, memory-bound in decode.
-                                     .silu_multiply = avx2_matmul_kernels()->silu_multiply};
+                                     .silu_multiply = avx2_matmul_kernels()->silu_multiply,
+                                     // Attention: the AVX2 kernels still (no 16-lane ones yet).
+                                     .flash_block = avx2_matmul_kernels()->flash_block,
+                                     .decode_attention = avx2_matmul_kernels()->decode_attention};
   return &kernels;
 }
 

@@ -160,7 +160,9 @@ const MatmulKernels* avx512_bf16_matmul_kernels() {
                                      .pack_gemv_input = fallback().pack_gemv_input,
                                      .gemv_input_row_floats = fallback().gemv_input_row_floats,
                                      .silu_multiply = fallback().silu_multiply,
-                                     .gemm_rounds_input_to_bf16 = runs_on_pairs};
+                                     .gemm_rounds_input_to_bf16 = runs_on_pairs,
+                                     .flash_block = fallback().flash_block,
+                                     .decode_attention = fallback().decode_attention};
   return &kernels;
 }
 

@@ -1,8 +1,8 @@
 #pragma once
-// The inner loops of every linear layer, one table per instruction set. The CPU
-// backend picks the best table this processor runs (matmul_kernels()); the portable
-// table is always built, and tests/backends runs each table against the scalar
-// reference. Both entries compute raw products out[r, o] = x[r] . weight[o] (bias and
+// The inner loops of every linear layer, one table per instruction set, and the
+// attention kernels that set runs. The CPU backend picks the best table this processor
+// runs (matmul_kernels()); the portable table is always built, and tests/backends runs
+// each table against the scalar reference (tests/models the goldens with each forced). Both entries compute raw products out[r, o] = x[r] . weight[o] (bias and
 // epilogues are the caller's) for the output columns [o_begin, o_end), so the caller
 // can split columns across threads.
 
@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "backends/cpu/attention_kernels.h"
 #include "core/tensor.h"
 
 namespace shardlm::backends::cpu {
@@ -55,6 +56,11 @@ struct MatmulKernels {
   void (*silu_multiply)(const float* gate, float* inout, int64_t count) = nullptr;
   // Where gemm rounds the activations to bf16 (gemm_rounds_input_to_bf16); null: never.
   bool (*gemm_rounds_input_to_bf16)(DType weight_dtype, int64_t in) = nullptr;
+  // The attention kernels of this instruction set for a head_dim (attention_kernels.h),
+  // or null (here, or returned) where attention.cpp's own loops run: a forced table
+  // (SHARDLM_CPU_KERNELS) then decides attention as it does the matmuls.
+  FlashBlockKernel (*flash_block)(int64_t head_dim) = nullptr;
+  DecodeAttentionKernel (*decode_attention)(int64_t head_dim) = nullptr;
 };
 inline int64_t input_tiles(const MatmulKernels& kernels, int64_t rows) {
   return (rows + kernels.input_tile_rows - 1) / kernels.input_tile_rows;
