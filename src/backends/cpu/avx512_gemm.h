@@ -39,6 +39,30 @@ inline void transpose16(__m512i rows[16]) {
   }
 }
 
+// The AVX-512 gemms' loop order (matmul_avx2.cpp's): per column block of [o_begin,
+// o_end) and k block of [0, in), the block's 32-column panels are packed, pack(p, n,
+// width, k0, kc) for panel p of columns [n, n + width); then, for a block of 12 input
+// tiles that stays in L2 beside them, each panel (in L1) meets every tile of the block:
+// kernel(t, p, n, width, k0, kc).
+template <typename Pack, typename Kernel>
+inline void for_gemm_blocks(int64_t tiles, int64_t in, int64_t o_begin, int64_t o_end, int64_t k_block,
+                            int64_t column_block, Pack pack, Kernel kernel) {
+  constexpr int64_t panel_width = 32, tiles_per_block = 12;
+  for (int64_t n0 = o_begin; n0 < o_end; n0 += column_block) {
+    const int64_t columns = std::min(column_block, o_end - n0);
+    const int64_t panels = (columns + panel_width - 1) / panel_width;
+    const auto width = [&](int64_t p) { return std::min(panel_width, columns - p * panel_width); };
+    for (int64_t k0 = 0; k0 < in; k0 += k_block) {
+      const int64_t kc = std::min(k_block, in - k0);
+      for (int64_t p = 0; p < panels; ++p) pack(p, n0 + p * panel_width, width(p), k0, kc);
+      for (int64_t t0 = 0; t0 < tiles; t0 += tiles_per_block)
+        for (int64_t p = 0; p < panels; ++p)
+          for (int64_t t = t0; t < std::min(tiles, t0 + tiles_per_block); ++t)
+            kernel(t, p, n0 + p * panel_width, width(p), k0, kc);
+    }
+  }
+}
+
 // A micro-kernel's M x 32 sums (low: columns 0..15, high: 16..31) into c [M, ldc], the
 // first `width` columns; added to what c holds when `accumulate` (a later k block).
 template <int M>

@@ -294,34 +294,22 @@ void micro_kernel_rows(std::integer_sequence<int, M...>, int64_t rows, const flo
   ((rows == M + 1 ? micro_kernel<M + 1>(a, panel, kc, c, ldc, width, accumulate) : void()), ...);
 }
 
-// matmul_avx2.cpp's loop order: per k block the column block's panels are packed (128
-// KB, in L2); then for a block of input tiles that stays in L2 beside them, each panel
-// (32 KB at 256 k, in L1) meets every tile of the block.
-constexpr int64_t tiles_per_block = 12;
-
 template <DType D>
 void gemm_typed(const float* packed_x, int64_t rows, const WeightView& w, int64_t o_begin, int64_t o_end, float* out,
                 int64_t stride) {
   // On the stack (128 KB), as matmul_avx2.cpp's: no per-thread heap buffer.
   alignas(64) float packed[k_block * column_block];
   const int64_t in = w.in, tiles = (rows + micro_rows - 1) / micro_rows;
-  for (int64_t n0 = o_begin; n0 < o_end; n0 += column_block) {
-    const int64_t columns = std::min(column_block, o_end - n0);
-    const int64_t panels = (columns + panel_width - 1) / panel_width;
-    for (int64_t k0 = 0; k0 < in; k0 += k_block) {
-      const int64_t kc = std::min(k_block, in - k0);
-      for (int64_t p = 0; p < panels; ++p)
-        avx2::pack_panel<D, panel_width>(w, n0 + p * panel_width, std::min(panel_width, columns - p * panel_width),
-                                         k0, kc, packed + p * k_block * panel_width);
-      for (int64_t t0 = 0; t0 < tiles; t0 += tiles_per_block)
-        for (int64_t p = 0; p < panels; ++p)
-          for (int64_t t = t0; t < std::min(tiles, t0 + tiles_per_block); ++t)
-            micro_kernel_rows(std::make_integer_sequence<int, micro_rows>{}, std::min(micro_rows, rows - t * micro_rows),
-                              packed_x + packed_tile_offset(tiles, in, t, k0), packed + p * k_block * panel_width, kc,
-                              out + t * micro_rows * stride + n0 + p * panel_width, stride,
-                              std::min(panel_width, columns - p * panel_width), k0 > 0);
-    }
-  }
+  avx512::for_gemm_blocks(
+      tiles, in, o_begin, o_end, k_block, column_block,
+      [&](int64_t p, int64_t n, int64_t width, int64_t k0, int64_t kc) {
+        avx2::pack_panel<D, panel_width>(w, n, width, k0, kc, packed + p * k_block * panel_width);
+      },
+      [&](int64_t t, int64_t p, int64_t n, int64_t width, int64_t k0, int64_t kc) {
+        micro_kernel_rows(std::make_integer_sequence<int, micro_rows>{}, std::min(micro_rows, rows - t * micro_rows),
+                          packed_x + packed_tile_offset(tiles, in, t, k0), packed + p * k_block * panel_width, kc,
+                          out + t * micro_rows * stride + n, stride, width, k0 > 0);
+      });
 }
 
 void gemv(const float* x, int64_t rows, const WeightView& w, int64_t o_begin, int64_t o_end, float* out,
