@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 
 #include "backends/cpu/avx2_gemm.h"
 
@@ -39,7 +40,10 @@ inline void transpose16(__m512i rows[16]) {
   }
 }
 
-// The AVX-512 gemms' loop order (matmul_avx2.cpp's): per column block of [o_begin,
+// The micro-kernel's rows: a packed input tile holds 12 rows, [step][12] 32-bit elements.
+constexpr int64_t micro_rows = 12;
+
+// A micro-kernel's M x 32 sums (matmul_avx2.cpp's): per column block of [o_begin,
 // o_end) and k block of [0, in), the block's 32-column panels are packed, pack(p, n,
 // width, k0, kc) for panel p of columns [n, n + width); then, for a block of 12 input
 // tiles that stays in L2 beside them, each panel (in L1) meets every tile of the block:
@@ -87,6 +91,48 @@ template <int M>
 inline void prefetch_sums(const float* c, int64_t ldc) {
   SHARDLM_UNROLL
   for (int i = 0; i < M; ++i) _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc), _MM_HINT_T0);
+}
+
+// The 12x32 micro-kernel of the AVX-512 gemms, for M <= 12 rows of a packed input tile
+// and a 32-column panel: at each of `steps` steps s, row i's element a[s * 12 + i] (an
+// f32, or a pair of bf16) meets the panel's two 16-lane vectors at panel + s * 32, and
+// multiply_add(sums, element, vector) returns the sums with their products added (24
+// accumulators). Then c[i, 0..width) (+)= the sums.
+template <int M, typename Element, typename MultiplyAdd>
+inline void micro_kernel(const Element* a, const Element* panel, int64_t steps, float* c, int64_t ldc, int64_t width,
+                         bool accumulate, MultiplyAdd multiply_add) {
+  static_assert(sizeof(Element) == 4, "a 32-bit element a lane");
+  __m512 low[M], high[M];
+  SHARDLM_UNROLL
+  for (int i = 0; i < M; ++i) low[i] = high[i] = _mm512_setzero_ps();
+  if (accumulate) prefetch_sums<M>(c, ldc);
+#pragma GCC unroll 4
+  for (int64_t s = 0; s < steps; ++s) {
+    const __m512i b0 = _mm512_load_si512(panel + s * 32);
+    const __m512i b1 = _mm512_load_si512(panel + s * 32 + 16);
+    SHARDLM_UNROLL
+    for (int i = 0; i < M; ++i) {
+      const Element value = a[s * micro_rows + i];
+      low[i] = multiply_add(low[i], value, b0);
+      high[i] = multiply_add(high[i], value, b1);
+    }
+  }
+  store_sums<M>(low, high, c, ldc, width, accumulate);
+}
+
+template <typename Element, typename MultiplyAdd, int... M>
+inline void micro_kernel_rows(std::integer_sequence<int, M...>, int64_t rows, const Element* a, const Element* panel,
+                              int64_t steps, float* c, int64_t ldc, int64_t width, bool accumulate,
+                              MultiplyAdd multiply_add) {
+  ((rows == M + 1 ? micro_kernel<M + 1>(a, panel, steps, c, ldc, width, accumulate, multiply_add) : void()), ...);
+}
+
+// The micro-kernel for `rows` (1..12) rows of a tile.
+template <typename Element, typename MultiplyAdd>
+inline void micro_kernel_rows(int64_t rows, const Element* a, const Element* panel, int64_t steps, float* c,
+                              int64_t ldc, int64_t width, bool accumulate, MultiplyAdd multiply_add) {
+  micro_kernel_rows(std::make_integer_sequence<int, micro_rows>{}, rows, a, panel, steps, c, ldc, width, accumulate,
+                    multiply_add);
 }
 
 }  // namespace shardlm::backends::cpu::avx512

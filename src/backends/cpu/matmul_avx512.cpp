@@ -221,7 +221,8 @@ void gemv_typed(const float* x, int64_t rows, const WeightView& w, int64_t o_beg
   });
 }
 
-constexpr int64_t micro_rows = 12, panel_width = 32, k_block = 256, column_block = 128;
+using avx512::micro_rows;
+constexpr int64_t panel_width = 32, k_block = 256, column_block = 128;
 
 // Tile t of x, rows [12t, 12t + 12) (past the end: zero), as k-major [k][12] floats, one
 // 256-k block at a time: block k0 of every tile lies together ([k block][tile][k][12]),
@@ -265,34 +266,13 @@ void pack_input(const float* x, int64_t rows, int64_t in, DType, int64_t tile_be
   }
 }
 
-// c[i, 0..width) (+)= a[i, 0..kc) . panel[0..kc, 0..32) for M rows of a packed tile
-// ([k][12]); the panel packed [k][32].
-template <int M>
-void micro_kernel(const float* a, const float* panel, int64_t kc, float* c, int64_t ldc, int64_t width,
-                  bool accumulate) {
-  __m512 low[M], high[M];
-  SHARDLM_UNROLL
-  for (int i = 0; i < M; ++i) low[i] = high[i] = _mm512_setzero_ps();
-  if (accumulate) avx512::prefetch_sums<M>(c, ldc);
-#pragma GCC unroll 4
-  for (int64_t k = 0; k < kc; ++k) {
-    const __m512 b0 = _mm512_load_ps(panel + k * panel_width);
-    const __m512 b1 = _mm512_load_ps(panel + k * panel_width + 16);
-    SHARDLM_UNROLL
-    for (int i = 0; i < M; ++i) {
-      const __m512 value = _mm512_set1_ps(a[k * micro_rows + i]);
-      low[i] = _mm512_fmadd_ps(value, b0, low[i]);
-      high[i] = _mm512_fmadd_ps(value, b1, high[i]);
-    }
+// One step per k: the row's f32 broadcast against the panel's [k][32] f32. A type, not a
+// function pointer, so that the micro-kernel inlines it.
+struct MultiplyAddF32 {
+  __m512 operator()(__m512 sums, float value, __m512i weights) const {
+    return _mm512_fmadd_ps(_mm512_set1_ps(value), _mm512_castsi512_ps(weights), sums);
   }
-  avx512::store_sums<M>(low, high, c, ldc, width, accumulate);
-}
-
-template <int... M>
-void micro_kernel_rows(std::integer_sequence<int, M...>, int64_t rows, const float* a, const float* panel,
-                       int64_t kc, float* c, int64_t ldc, int64_t width, bool accumulate) {
-  ((rows == M + 1 ? micro_kernel<M + 1>(a, panel, kc, c, ldc, width, accumulate) : void()), ...);
-}
+};
 
 template <DType D>
 void gemm_typed(const float* packed_x, int64_t rows, const WeightView& w, int64_t o_begin, int64_t o_end, float* out,
@@ -306,9 +286,9 @@ void gemm_typed(const float* packed_x, int64_t rows, const WeightView& w, int64_
         avx2::pack_panel<D, panel_width>(w, n, width, k0, kc, packed + p * k_block * panel_width);
       },
       [&](int64_t t, int64_t p, int64_t n, int64_t width, int64_t k0, int64_t kc) {
-        micro_kernel_rows(std::make_integer_sequence<int, micro_rows>{}, std::min(micro_rows, rows - t * micro_rows),
-                          packed_x + packed_tile_offset(tiles, in, t, k0), packed + p * k_block * panel_width, kc,
-                          out + t * micro_rows * stride + n, stride, width, k0 > 0);
+        avx512::micro_kernel_rows(std::min(micro_rows, rows - t * micro_rows),
+                                  packed_x + packed_tile_offset(tiles, in, t, k0), packed + p * k_block * panel_width,
+                                  kc, out + t * micro_rows * stride + n, stride, width, k0 > 0, MultiplyAddF32{});
       });
 }
 

@@ -26,7 +26,8 @@
 namespace shardlm::backends::cpu {
 namespace {
 
-constexpr int64_t micro_rows = 12, panel_width = 32, k_block = 512, column_block = 128, run = 32;
+using avx512::micro_rows;
+constexpr int64_t panel_width = 32, k_block = 512, column_block = 128, run = 32;
 
 bool runs_on_pairs(DType weight_dtype, int64_t in) { return weight_dtype == DType::bf16 && in % run == 0; }
 
@@ -80,34 +81,13 @@ void pack_panel(const WeightView& w, int64_t n0, int64_t width, int64_t k0, int6
     }
 }
 
-// c[i, 0..width) (+)= a[i] . panel for M rows of a packed tile ([k pair][12]) over
-// `pairs` k pairs.
-template <int M>
-void micro_kernel(const uint32_t* a, const uint32_t* panel, int64_t pairs, float* c, int64_t ldc, int64_t width,
-                  bool accumulate) {
-  __m512 low[M], high[M];
-  SHARDLM_UNROLL
-  for (int i = 0; i < M; ++i) low[i] = high[i] = _mm512_setzero_ps();
-  if (accumulate) avx512::prefetch_sums<M>(c, ldc);
-#pragma GCC unroll 4
-  for (int64_t p = 0; p < pairs; ++p) {
-    const auto b0 = (__m512bh)_mm512_load_si512(panel + p * panel_width);
-    const auto b1 = (__m512bh)_mm512_load_si512(panel + p * panel_width + 16);
-    SHARDLM_UNROLL
-    for (int i = 0; i < M; ++i) {
-      const auto value = (__m512bh)_mm512_set1_epi32(static_cast<int>(a[p * micro_rows + i]));
-      low[i] = _mm512_dpbf16_ps(low[i], value, b0);
-      high[i] = _mm512_dpbf16_ps(high[i], value, b1);
-    }
+// One step per k pair: the row's bf16 pair broadcast against the panel's [k pair][32] pairs
+// (a type, so that the micro-kernel inlines it).
+struct MultiplyAddPairs {
+  __m512 operator()(__m512 sums, uint32_t pair, __m512i weights) const {
+    return _mm512_dpbf16_ps(sums, (__m512bh)_mm512_set1_epi32(static_cast<int>(pair)), (__m512bh)weights);
   }
-  avx512::store_sums<M>(low, high, c, ldc, width, accumulate);
-}
-
-template <int... M>
-void micro_kernel_rows(std::integer_sequence<int, M...>, int64_t rows, const uint32_t* a, const uint32_t* panel,
-                       int64_t pairs, float* c, int64_t ldc, int64_t width, bool accumulate) {
-  ((rows == M + 1 ? micro_kernel<M + 1>(a, panel, pairs, c, ldc, width, accumulate) : void()), ...);
-}
+};
 
 // The AVX-512 table's loop order (avx512::for_gemm_blocks), on pair panels: 128 KB per
 // column block and k block, 32 KB a panel.
@@ -123,9 +103,9 @@ void gemm_on_pairs(const float* packed_x, int64_t rows, const WeightView& w, int
         pack_panel(w, n, width, k0, kc, packed + p * panel_pairs);
       },
       [&](int64_t t, int64_t p, int64_t n, int64_t width, int64_t k0, int64_t kc) {
-        micro_kernel_rows(std::make_integer_sequence<int, micro_rows>{}, std::min(micro_rows, rows - t * micro_rows),
-                          x + packed_tile_offset(tiles, in, t, k0), packed + p * panel_pairs, kc / 2,
-                          out + t * micro_rows * stride + n, stride, width, k0 > 0);
+        avx512::micro_kernel_rows(std::min(micro_rows, rows - t * micro_rows), x + packed_tile_offset(tiles, in, t, k0),
+                                  packed + p * panel_pairs, kc / 2, out + t * micro_rows * stride + n, stride, width,
+                                  k0 > 0, MultiplyAddPairs{});
       });
 }
 
