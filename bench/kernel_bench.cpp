@@ -86,7 +86,9 @@ void BM_AttentionDecode(benchmark::State& state) {
   const int32_t last = static_cast<int32_t>(cached - 1);
   Tensor positions = Tensor::from_i32(std::span(&last, 1), {1, 1});
   Tensor out = Tensor::zeros({1, 1, heads, head_dim}, DType::f32);
-  for (auto _ : state) attention(pool, q, k, v, positions, 0.088f, 0, out);
+  const int32_t row = 0;
+  Tensor cache_rows = Tensor::from_i32(std::span(&row, 1), {1});
+  for (auto _ : state) attention(pool, q, k, v, positions, cache_rows, 0.088f, 0, out);
   state.counters["FLOPS"] =
       benchmark::Counter(4.0 * heads * cached * head_dim * state.iterations(), benchmark::Counter::kIsRate);
 }

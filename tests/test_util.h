@@ -68,4 +68,11 @@ inline Tensor random_tensor(Shape shape, DType dtype, std::mt19937& random, floa
   return dtype == DType::f32 ? f32 : f32.to_dtype(dtype);
 }
 
+// i32 [batch] cache rows 0..batch-1: every step row in the cache row of its own index.
+inline Tensor identity_rows(int64_t batch) {
+  std::vector<int32_t> rows(static_cast<size_t>(batch));
+  for (int64_t b = 0; b < batch; ++b) rows[static_cast<size_t>(b)] = static_cast<int32_t>(b);
+  return Tensor::from_i32(rows, {batch});
+}
+
 }  // namespace shardlm::testing

@@ -34,6 +34,8 @@ struct ProgramSpec {
   // (parameter, limit): every value of that i32 parameter must be < limit (cache positions;
   // a plugin would clamp an out-of-range write silently).
   std::vector<std::pair<int, int64_t>> bounded;
+  // (parameter, slots): an i32 parameter of cache rows, checked as check_cache_rows does.
+  std::vector<std::pair<int, int64_t>> cache_rows;
   std::string key;  // the compile key, for logs and the on-disk cache
 };
 
@@ -99,19 +101,24 @@ class Backend {
   virtual void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) = 0;
   // In place. x f32 [tokens, heads, head_dim], positions i32 [tokens]
   virtual void rope(const Tensor& x, const Tensor& positions, const RotaryEmbedding& rotary) = 0;
-  // cache f32 or bf16 [batch, kv_heads, max_cache_len, head_dim]; entries f32 [batch, seq, kv_heads, head_dim],
+  // The cache holds `slots` sequences; step row b reads and writes the cache row
+  // cache_rows[b] (i32 [batch], each in [0, slots), no two rows of a step the same), so a
+  // step may cover any subset of the cached sequences in any order (continuous batching).
+  //
+  // cache f32 or bf16 [slots, kv_heads, max_cache_len, head_dim]; entries f32 [batch, seq, kv_heads, head_dim],
   // rounded to the cache's dtype;
-  // positions i32 [batch, seq]: entries[b, s] goes to cache[b, :, positions[b, s]].
+  // positions i32 [batch, seq]: entries[b, s] goes to cache[cache_rows[b], :, positions[b, s]].
   // A negative position marks padding (a static-shape step with fewer real tokens): skipped.
-  virtual void kv_cache_write(const Tensor& cache, const Tensor& entries, const Tensor& positions) = 0;
-  // Causal attention over the cache: the query at position p sees cache positions 0..p, or
-  // with sliding_window W > 0 only p-W+1..p (transformers' sliding_attention layers).
-  // q f32 [batch, seq, heads, head_dim]; k_cache, v_cache f32 or bf16 [batch, kv_heads, max_cache_len, head_dim];
-  // positions i32 [batch, seq] -> out f32 [batch, seq, heads, head_dim].
+  virtual void kv_cache_write(const Tensor& cache, const Tensor& entries, const Tensor& positions,
+                              const Tensor& cache_rows) = 0;
+  // Causal attention over the cache: the query at position p sees cache positions 0..p of its
+  // cache row, or with sliding_window W > 0 only p-W+1..p (transformers' sliding_attention layers).
+  // q f32 [batch, seq, heads, head_dim]; k_cache, v_cache f32 or bf16 [slots, kv_heads, max_cache_len, head_dim];
+  // positions i32 [batch, seq]; cache_rows i32 [batch] -> out f32 [batch, seq, heads, head_dim].
   // Query head h reads KV head h / (heads / kv_heads), as transformers' repeat_kv does.
   // Padding queries (negative position) produce zeros.
   virtual void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& positions,
-                         float scale, int64_t sliding_window, const Tensor& out) = 0;
+                         const Tensor& cache_rows, float scale, int64_t sliding_window, const Tensor& out) = 0;
   // out = silu(gate) * up, all f32 of one shape
   virtual void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) = 0;
   // out = a + b, f32 of one shape
@@ -208,6 +215,10 @@ struct BackendOptions {
   // pjrt/tpu: devices one program spans (tensor parallelism as one SPMD program).
   int partitions = 1;
 };
+
+// Host cache_rows i32 [batch] of a step over a cache of `slots` rows: each in [0, slots) and
+// none twice (two step rows writing one cache row would race); `op` names the caller.
+void check_cache_rows(const int32_t* cache_rows, int64_t batch, int64_t slots, const char* op);
 
 // "cpu", "cuda", "cuda:N", "pjrt", "pjrt:N", "tpu", "tpu:N" or "auto" (the best available;
 // logs which it picked and why).

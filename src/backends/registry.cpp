@@ -79,4 +79,15 @@ std::unique_ptr<Backend> create_backend(const std::string& device_map, const Bac
   fail("unknown device_map '", device_map, "': use \"cpu\", \"cuda[:N]\", \"tpu[:N]\", \"pjrt[:N]\" or \"auto\"");
 }
 
+void check_cache_rows(const int32_t* cache_rows, int64_t batch, int64_t slots, const char* op) {
+  // Pairwise rather than a set: steps are a few rows, and this runs in every step's ops.
+  for (int64_t b = 0; b < batch; ++b) {
+    const int32_t row = cache_rows[b];
+    SHARDLM_CHECK(row >= 0 && row < slots, op, ": step row ", b, " names cache row ", row, ", outside the cache's ",
+                  slots, " rows");
+    for (int64_t earlier = 0; earlier < b; ++earlier)
+      SHARDLM_CHECK(cache_rows[earlier] != row, op, ": cache row ", row, " is named by two rows of one step");
+  }
+}
+
 }  // namespace shardlm::backends

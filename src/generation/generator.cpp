@@ -159,10 +159,13 @@ Generator::StepSlot Generator::make_slot(const graph::CompileKey& key) const {
   StepSlot slot;
   slot.host_ids = Tensor::zeros({key.batch, key.tokens_per_step}, DType::i32);
   slot.host_positions = Tensor::zeros({key.batch, key.tokens_per_step}, DType::i32);
+  slot.host_cache_rows = Tensor::zeros({key.batch}, DType::i32);
+  for (int64_t b = 0; b < key.batch; ++b) slot.host_cache_rows.mutable_data<int32_t>()[b] = static_cast<int32_t>(b);
   slot.host_rows = Tensor::zeros({key.logit_rows}, DType::i32);
   slot.host_logits = Tensor::zeros({key.logit_rows, model_.config().vocab_size}, DType::f32);
   slot.ids = backend_.to_device(slot.host_ids);
   slot.positions = backend_.to_device(slot.host_positions);
+  slot.cache_rows = backend_.to_device(slot.host_cache_rows);
   slot.rows = backend_.to_device(slot.host_rows);
   return slot;
 }
@@ -179,7 +182,7 @@ Generator::StepSlot& Generator::slot(const char* phase, int64_t batch, int64_t t
   return compiled_.get(key, [&] {
     StepSlot slot = make_slot(key);
     graph::Builder builder(backend_, graph::BuildMode::record);
-    slot.logits = model_.forward(builder, {slot.ids, slot.positions, slot.rows}, cache_);
+    slot.logits = model_.forward(builder, {slot.ids, slot.positions, slot.cache_rows, slot.rows}, cache_);
     std::vector<graph::Value> outputs{slot.logits};
     if (key.candidates > 0) {
       std::tie(slot.best_values, slot.best_ids) = builder.top_k(slot.logits, key.candidates);
@@ -193,13 +196,14 @@ Generator::StepSlot& Generator::slot(const char* phase, int64_t batch, int64_t t
 const Tensor& Generator::run_on_device(StepSlot& slot) {
   backend_.copy_from_host(slot.host_ids, slot.ids);
   backend_.copy_from_host(slot.host_positions, slot.positions);
+  backend_.copy_from_host(slot.host_cache_rows, slot.cache_rows);
   backend_.copy_from_host(slot.host_rows, slot.rows);
   if (slot.executable) {
     slot.executable->run(backend_);
     return slot.executable->tensor(slot.logits);
   }
   graph::Builder builder(backend_, graph::BuildMode::eager);
-  graph::Value logits = model_.forward(builder, {slot.ids, slot.positions, slot.rows}, cache_);
+  graph::Value logits = model_.forward(builder, {slot.ids, slot.positions, slot.cache_rows, slot.rows}, cache_);
   slot.eager_logits = builder.tensor(logits);
   return slot.eager_logits;
 }

@@ -111,8 +111,9 @@ class Generator {
  private:
   // Fixed-shape buffers of one step shape, reused across calls.
   struct StepSlot {
-    Tensor host_ids, host_positions, host_rows;  // i32 [batch, tokens], [batch, tokens], [logit_rows]
-    Tensor ids, positions, rows;                 // the same on the device
+    // i32 [batch, tokens], [batch, tokens], [batch], [logit_rows]
+    Tensor host_ids, host_positions, host_cache_rows, host_rows;
+    Tensor ids, positions, cache_rows, rows;  // the same on the device
     Tensor host_logits;                          // f32 [logit_rows, vocab]
     // Sampling on the device: each row's best logits and their ids, [logit_rows, count].
     Tensor candidate_values, candidate_ids, host_candidate_values, host_candidate_ids;

@@ -66,14 +66,14 @@ Value Builder::rope(Value x, Value positions, const backends::RotaryEmbedding& r
   return record({.kind = OpKind::rope, .inputs = {x.index, positions.index}, .rotary = &rotary});
 }
 
-void Builder::kv_cache_write(Value cache, Value entries, Value positions) {
-  record({.kind = OpKind::kv_cache_write, .inputs = {cache.index, entries.index, positions.index}});
+void Builder::kv_cache_write(Value cache, Value entries, Value positions, Value cache_rows) {
+  record({.kind = OpKind::kv_cache_write, .inputs = {cache.index, entries.index, positions.index, cache_rows.index}});
 }
 
-Value Builder::attention(Value q, Value k_cache, Value v_cache, Value positions, float scale,
+Value Builder::attention(Value q, Value k_cache, Value v_cache, Value positions, Value cache_rows, float scale,
                          int64_t sliding_window) {
   return record({.kind = OpKind::attention,
-                 .inputs = {q.index, k_cache.index, v_cache.index, positions.index},
+                 .inputs = {q.index, k_cache.index, v_cache.index, positions.index, cache_rows.index},
                  .scale = scale,
                  .sliding_window = sliding_window});
 }

@@ -45,11 +45,13 @@ class Builder {
   Value reshape(Value x, Shape shape);
   // x [tokens, heads, head_dim], positions i32 [tokens] -> x rotated
   Value rope(Value x, Value positions, const backends::RotaryEmbedding& rotary);
-  // cache [batch, kv_heads, max_cache_len, head_dim] <- entries [batch, seq, kv_heads, head_dim]
-  void kv_cache_write(Value cache, Value entries, Value positions);
-  // q [batch, seq, heads, head_dim] over the caches -> [batch, seq, heads, head_dim];
+  // cache [slots, kv_heads, max_cache_len, head_dim] <- entries [batch, seq, kv_heads, head_dim]
+  // into the cache rows cache_rows i32 [batch]
+  void kv_cache_write(Value cache, Value entries, Value positions, Value cache_rows);
+  // q [batch, seq, heads, head_dim] over the caches' rows cache_rows -> [batch, seq, heads, head_dim];
   // sliding_window 0: every earlier position is visible
-  Value attention(Value q, Value k_cache, Value v_cache, Value positions, float scale, int64_t sliding_window = 0);
+  Value attention(Value q, Value k_cache, Value v_cache, Value positions, Value cache_rows, float scale,
+                  int64_t sliding_window = 0);
   Value silu_mul(Value gate, Value up);
   Value add(Value a, Value b);
   // x [rows, dim], indices i32 [count] -> [count, dim]

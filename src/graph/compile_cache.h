@@ -19,6 +19,7 @@ namespace shardlm::graph {
 struct CompileKey {
   std::string phase;            // "prefill" (a chunk of the prompt) or "decode" (one token per row)
   int64_t batch = 1;
+  int64_t slots = 1;            // sequences the KV cache holds (batch of them per step)
   int64_t tokens_per_step = 1;  // chunk length; 1 for decode
   int64_t logit_rows = 1;       // rows the LM head computes
   int64_t candidates = 0;       // each row's best logits the step returns (top_k in the graph); 0: none
@@ -29,12 +30,12 @@ struct CompileKey {
   int64_t tp_rank = 0, tp_size = 1;
 
   auto tied() const {
-    return std::tie(phase, batch, tokens_per_step, logit_rows, candidates, max_cache_len, dtype, device.kind, device.index,
+    return std::tie(phase, batch, slots, tokens_per_step, logit_rows, candidates, max_cache_len, dtype, device.kind, device.index,
                     compiler, tp_rank, tp_size);
   }
   bool operator<(const CompileKey& other) const { return tied() < other.tied(); }
   std::string to_string() const {
-    return str_cat(phase, " batch=", batch, " tokens=", tokens_per_step, " logit_rows=", logit_rows, candidates ? str_cat(" candidates=", candidates) : std::string(),
+    return str_cat(phase, " batch=", batch, " slots=", slots, " tokens=", tokens_per_step, " logit_rows=", logit_rows, candidates ? str_cat(" candidates=", candidates) : std::string(),
                    " max_cache_len=", max_cache_len, " dtype=", dtype_name(dtype), " device=", device.to_string(), " compiler=", compiler,
                    " tp=", tp_rank, "/", tp_size);
   }

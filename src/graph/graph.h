@@ -20,8 +20,8 @@ enum class OpKind : uint8_t {
   rms_norm,        // (x, weight)
   reshape,         // (x): a view, no work; sizes = the new dims
   rope,            // (x): a rotated copy, or in place when `in_place`
-  kv_cache_write,  // (cache, entries, positions): no output value
-  attention,       // (q, k_cache, v_cache, positions)
+  kv_cache_write,  // (cache, entries, positions, cache_rows): no output value
+  attention,       // (q, k_cache, v_cache, positions, cache_rows)
   silu_mul,        // (gate, up)
   add,             // (a, b)
   gather_rows,     // (x, indices)

@@ -1,5 +1,7 @@
 #include "graph/lower.h"
 
+#include <algorithm>
+
 #include "graph/ops.h"
 
 namespace shardlm::graph {
@@ -87,11 +89,18 @@ void GraphLowering::cache_write(const Node& node) {
   const void* storage = backend_.stored_view(cache).storage;
   SHARDLM_CHECK(graph_.values[node.inputs[0]].bound && !pending_.count(storage),
                 "stablehlo lowering: a KV cache written twice in one step");
-  const hlo::Value before = in(node, 0), entries = in(node, 1), positions = in(node, 2);
-  updated_caches_.emplace_back(storage, hlo::kv_cache_write(program_, before, entries, positions));
+  const hlo::Value before = in(node, 0), entries = in(node, 1), positions = in(node, 2), rows = in(node, 3);
+  updated_caches_.emplace_back(storage, hlo::kv_cache_write(program_, before, entries, positions, rows));
   pending_[storage] = {before, entries};
-  spec_.bounded.emplace_back(parameter_index_.at(backend_.stored_view(graph_.values[node.inputs[2]].tensor).storage),
-                              cache.shape()[2]);
+  // Every layer's write names the same positions and rows: each is checked once a run.
+  const auto check_once = [](std::vector<std::pair<int, int64_t>>& checks, std::pair<int, int64_t> check) {
+    if (std::find(checks.begin(), checks.end(), check) == checks.end()) checks.push_back(check);
+  };
+  const auto parameter = [&](int input) {
+    return parameter_index_.at(backend_.stored_view(graph_.values[node.inputs[input]].tensor).storage);
+  };
+  check_once(spec_.bounded, {parameter(2), cache.shape()[2]});
+  check_once(spec_.cache_rows, {parameter(3), cache.shape()[0]});
 }
 
 hlo::Value GraphLowering::attend(const Node& node) {
@@ -104,7 +113,8 @@ hlo::Value GraphLowering::attend(const Node& node) {
     k_cache = pending_[keys].before;
     v_cache = pending_[cached_values].before;
   }
-  return hlo::attention(program_, in(node, 0), k_cache, v_cache, step, in(node, 3), node.scale, node.sliding_window);
+  return hlo::attention(program_, in(node, 0), k_cache, v_cache, step, in(node, 3), in(node, 4), node.scale,
+                        node.sliding_window);
 }
 
 backends::ProgramSpec lower_to_stablehlo(const Graph& graph, const std::vector<int32_t>& outputs,

@@ -102,32 +102,32 @@ constexpr OpRow rows[] = {
      }},
     {.kind = OpKind::kv_cache_write,
      .name = "kv_cache_write",
-     // cache [batch, kv_heads, max_cache_len, head_dim] <- entries [batch, seq, kv_heads, head_dim]
-     // at positions i32 [batch, seq]; no output value
+     // cache [slots, kv_heads, max_cache_len, head_dim] <- entries [batch, seq, kv_heads, head_dim]
+     // at positions i32 [batch, seq] of rows cache_rows i32 [batch]; no output value
      .shape = [](const ShapeContext& c, const Node& n) -> Outputs {
        const Shape& cache = c.shape(n, 0);
        const Shape& e = c.shape(n, 1);
-       if (cache.rank() != 4 || e.rank() != 4 || cache[0] != e[0] || cache[1] != e[2] || cache[3] != e[3] ||
-           c.shape(n, 2) != Shape{e[0], e[1]})
+       if (cache.rank() != 4 || e.rank() != 4 || cache[1] != e[2] || cache[3] != e[3] ||
+           c.shape(n, 2) != Shape{e[0], e[1]} || c.shape(n, 3) != Shape{e[0]})
          c.fail(n, "entries " + e.to_string() + " do not fit cache " + cache.to_string());
        return {};
      },
-     .execute = [](Backend& b, const Operands& o) { b.kv_cache_write(o.in(0), o.in(1), o.in(2)); },
+     .execute = [](Backend& b, const Operands& o) { b.kv_cache_write(o.in(0), o.in(1), o.in(2), o.in(3)); },
      .lower = [](GraphLowering& l, const Node& n) { l.cache_write(n); }},
     {.kind = OpKind::attention,
      .name = "attention",
-     // q [batch, seq, heads, head_dim], k_cache = v_cache [batch, kv_heads, max_cache_len, head_dim],
-     // positions i32 [batch, seq] -> [batch, seq, heads, head_dim]
+     // q [batch, seq, heads, head_dim], k_cache = v_cache [slots, kv_heads, max_cache_len, head_dim],
+     // positions i32 [batch, seq], cache_rows i32 [batch] -> [batch, seq, heads, head_dim]
      .shape = [](const ShapeContext& c, const Node& n) -> Outputs {
        const Shape& q = c.shape(n, 0);
        const Shape& k = c.shape(n, 1);
-       if (q.rank() != 4 || k.rank() != 4 || c.shape(n, 2) != k || k[0] != q[0] || k[3] != q[3] || q[2] % k[1] != 0 ||
-           c.shape(n, 3) != Shape{q[0], q[1]})
+       if (q.rank() != 4 || k.rank() != 4 || c.shape(n, 2) != k || k[3] != q[3] || q[2] % k[1] != 0 ||
+           c.shape(n, 3) != Shape{q[0], q[1]} || c.shape(n, 4) != Shape{q[0]})
          c.fail(n, "query " + q.to_string() + " does not fit cache " + k.to_string());
        return {{q}};
      },
      .execute = [](Backend& b, const Operands& o) {
-       b.attention(o.in(0), o.in(1), o.in(2), o.in(3), o.node().scale, o.node().sliding_window, o.out());
+       b.attention(o.in(0), o.in(1), o.in(2), o.in(3), o.in(4), o.node().scale, o.node().sliding_window, o.out());
      },
      .lower = [](GraphLowering& l, const Node& n) { l.set(n, l.attend(n)); }},
     {.kind = OpKind::silu_mul,

@@ -131,14 +131,16 @@ Value self_attention(Builder& builder, const AttentionWeights& weights, const io
   q = builder.rope(q, step.flat_positions, *step.rotary);
   k = builder.rope(k, step.flat_positions, *step.rotary);
 
-  Value k_cache = builder.bind(cache.keys);  // [batch, kv_heads (this rank's), max_cache_len, head_dim]
+  Value k_cache = builder.bind(cache.keys);  // [slots, kv_heads (this rank's), max_cache_len, head_dim]
   Value v_cache = builder.bind(cache.values);
-  builder.kv_cache_write(k_cache, builder.reshape(k, {step.batch, step.seq, kv_heads, head_dim}), step.positions);
-  builder.kv_cache_write(v_cache, builder.reshape(v, {step.batch, step.seq, kv_heads, head_dim}), step.positions);
+  builder.kv_cache_write(k_cache, builder.reshape(k, {step.batch, step.seq, kv_heads, head_dim}), step.positions,
+                         step.cache_rows);
+  builder.kv_cache_write(v_cache, builder.reshape(v, {step.batch, step.seq, kv_heads, head_dim}), step.positions,
+                         step.cache_rows);
 
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
   Value attended = builder.attention(builder.reshape(q, {step.batch, step.seq, heads, head_dim}), k_cache, v_cache,
-                                     step.positions, scale, sliding_window);  // [batch, seq, heads, head_dim]
+                                     step.positions, step.cache_rows, scale, sliding_window);  // [batch, seq, heads, head_dim]
   Sharded heads_out = q_heads;
   heads_out.value = builder.reshape(attended, {tokens, heads * head_dim});
   if (output_rows.defined())

@@ -51,6 +51,7 @@ struct StepContext {
   int64_t batch = 0, seq = 0;
   graph::Value positions;       // i32 [batch, seq]
   graph::Value flat_positions;  // i32 [batch * seq]
+  graph::Value cache_rows;      // i32 [batch]: each row's sequence slot in the KV cache
   const backends::RotaryEmbedding* rotary = nullptr;
   parallel::ProcessGroup* group = nullptr;  // the model's tensor-parallel group
   graph::Value logit_rows;                  // i32 [count] of the flattened tokens; undefined: every token

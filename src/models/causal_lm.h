@@ -42,6 +42,7 @@ struct LoadOptions {
 struct ForwardInputs {
   Tensor input_ids;   // i32 [batch, seq]
   Tensor positions;   // i32 [batch, seq]: cache position of every token
+  Tensor cache_rows;  // i32 [batch]: the cache row (sequence slot) each batch row reads and writes
   Tensor logit_rows;  // i32 [count]: rows of the flattened [batch * seq] tokens to compute logits for;
                       // undefined: every token
 };
@@ -52,7 +53,8 @@ class CausalLM {
   const io::ModelConfig& config() const { return config_; }
 
   // Records the forward pass; returns logits f32 [rows, vocab] (rows = logit_rows' count,
-  // or batch * seq). Writes this step's keys and values into `cache`.
+  // or batch * seq). Writes this step's keys and values into `cache` (of any batch: the
+  // step's rows go to inputs.cache_rows).
   virtual graph::Value forward(graph::Builder& builder, const ForwardInputs& inputs, StaticCache& cache) const = 0;
 
   // [batch, this rank's KV heads, max_cache_len, head_dim] keys and values per layer.

@@ -68,6 +68,9 @@ StepContext begin_step(Builder& builder, const ForwardInputs& inputs, const back
   step.seq = inputs.input_ids.shape()[1];
   step.positions = builder.bind(inputs.positions);
   step.flat_positions = builder.reshape(step.positions, {step.batch * step.seq});
+  SHARDLM_CHECK(inputs.cache_rows.defined() && inputs.cache_rows.shape() == Shape{step.batch},
+                "forward: cache_rows must be i32 [", step.batch, "] (one KV cache row per batch row)");
+  step.cache_rows = builder.bind(inputs.cache_rows);
   step.rotary = &rotary;
   step.group = &group;
   if (inputs.logit_rows.defined()) step.logit_rows = builder.bind(inputs.logit_rows);

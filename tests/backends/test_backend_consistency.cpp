@@ -14,6 +14,7 @@
 namespace shardlm::backends {
 namespace {
 
+using testing::identity_rows;
 using testing::random_tensor;
 using testing::relative_error;
 using testing::to_doubles;
@@ -247,13 +248,15 @@ TEST_P(BackendConsistency, EmbeddingAndGather) {
 // Decode (seq 1) and prefill shapes; head_dim 20 takes the per-row path, 32 and 128 the
 // flash path where the CPU has one; 140 positions span two of its 128-key tiles and
 // several row blocks. Both cache dtypes: the reference reads the same rounded bf16 entries.
+// Two step rows into a cache of three sequence slots, out of order and skipping one
+// (continuous batching): step row 0 is slot 2, row 1 slot 0; slot 1 is left as it was.
 TEST_P(BackendConsistency, CacheWriteAndAttention) {
   struct Shape_ {
     int64_t seq, head_dim;
   };
   for (DType cache_dtype : {DType::f32, DType::bf16})
   for (Shape_ shape : {Shape_{4, 20}, Shape_{1, 32}, Shape_{4, 32}, Shape_{140, 32}, Shape_{9, 128}}) {
-    const int64_t batch = 2, seq = shape.seq, heads = 8, kv_heads = 2, head_dim = shape.head_dim;
+    const int64_t batch = 2, slots = 3, seq = shape.seq, heads = 8, kv_heads = 2, head_dim = shape.head_dim;
     const int64_t max_cache_len = seq + 15;
     Tensor entries = random_tensor({batch, seq, kv_heads, head_dim}, DType::f32, random_);
     // Row 0 starts at 0; row 1 at 10 and ends in padding (position -1), as the last
@@ -262,20 +265,22 @@ TEST_P(BackendConsistency, CacheWriteAndAttention) {
     for (int64_t s = 0; s < seq; ++s) position_values.push_back(static_cast<int32_t>(s));
     for (int64_t s = 0; s < seq; ++s) position_values.push_back(s + 2 >= seq ? -1 : static_cast<int32_t>(10 + s));
     Tensor positions = Tensor::from_i32(position_values, {batch, seq});
-    Tensor k_expected = random_tensor({batch, kv_heads, max_cache_len, head_dim}, cache_dtype, random_);
-    Tensor v_expected = random_tensor({batch, kv_heads, max_cache_len, head_dim}, cache_dtype, random_);
+    Tensor cache_rows = Tensor::from_i32(std::vector<int32_t>{2, 0}, {batch});
+    Tensor k_expected = random_tensor({slots, kv_heads, max_cache_len, head_dim}, cache_dtype, random_);
+    Tensor v_expected = random_tensor({slots, kv_heads, max_cache_len, head_dim}, cache_dtype, random_);
     Tensor k_actual = upload(k_expected.clone()), v_actual = upload(v_expected.clone());
-    reference::kv_cache_write(k_expected, entries, positions);
-    reference::kv_cache_write(v_expected, entries, positions);
-    backend_->kv_cache_write(k_actual, upload(entries), upload(positions));
-    backend_->kv_cache_write(v_actual, upload(entries), upload(positions));
+    reference::kv_cache_write(k_expected, entries, positions, cache_rows);
+    reference::kv_cache_write(v_expected, entries, positions, cache_rows);
+    backend_->kv_cache_write(k_actual, upload(entries), upload(positions), upload(cache_rows));
+    backend_->kv_cache_write(v_actual, upload(entries), upload(positions), upload(cache_rows));
     EXPECT_EQ(download(k_actual), to_doubles(k_expected));
 
     Tensor q = random_tensor({batch, seq, heads, head_dim}, DType::f32, random_);
     for (int64_t sliding_window : {int64_t{0}, int64_t{3}}) {
       Tensor expected = Tensor::zeros({batch, seq, heads, head_dim}, DType::f32), actual = output(q.shape());
-      reference::attention(q, k_expected, v_expected, positions, 0.25f, sliding_window, expected);
-      backend_->attention(upload(q), k_actual, v_actual, upload(positions), 0.25f, sliding_window, actual);
+      reference::attention(q, k_expected, v_expected, positions, cache_rows, 0.25f, sliding_window, expected);
+      backend_->attention(upload(q), k_actual, v_actual, upload(positions), upload(cache_rows), 0.25f,
+                          sliding_window, actual);
       EXPECT_LT(relative_error(download(actual), to_doubles(expected)), backend_tolerance)
           << dtype_name(cache_dtype) << " seq " << seq << " head_dim " << head_dim << " window " << sliding_window;
     }
@@ -296,8 +301,9 @@ TEST_P(BackendConsistency, DecodeAttentionGroupSizes) {
         const int32_t last = 99;
         Tensor positions = Tensor::from_i32(std::span(&last, 1), {1, 1});
         Tensor expected = Tensor::zeros(q.shape(), DType::f32), actual = output(q.shape());
-        reference::attention(q, k, v, positions, 0.2f, 0, expected);
-        backend_->attention(upload(q), upload(k), upload(v), upload(positions), 0.2f, 0, actual);
+        const Tensor cache_rows = identity_rows(1);
+        reference::attention(q, k, v, positions, cache_rows, 0.2f, 0, expected);
+        backend_->attention(upload(q), upload(k), upload(v), upload(positions), upload(cache_rows), 0.2f, 0, actual);
         EXPECT_LT(relative_error(download(actual), to_doubles(expected)), backend_tolerance)
             << dtype_name(cache_dtype) << " head_dim " << head_dim << " group " << group;
       }
@@ -324,8 +330,10 @@ TEST_P(BackendConsistency, DecodeAttentionLongCache) {
           Tensor q = random_tensor({rows.batch, rows.seq, heads, head_dim}, DType::f32, random_);
           Tensor positions = Tensor::from_i32(rows.positions, {rows.batch, rows.seq});
           Tensor expected = Tensor::zeros(q.shape(), DType::f32), actual = output(q.shape());
-          reference::attention(q, k, v, positions, 0.3f, sliding_window, expected);
-          backend_->attention(upload(q), upload(k), upload(v), upload(positions), 0.3f, sliding_window, actual);
+          const Tensor cache_rows = identity_rows(rows.batch);
+          reference::attention(q, k, v, positions, cache_rows, 0.3f, sliding_window, expected);
+          backend_->attention(upload(q), upload(k), upload(v), upload(positions), upload(cache_rows), 0.3f,
+                              sliding_window, actual);
           EXPECT_LT(relative_error(download(actual), to_doubles(expected)), backend_tolerance)
               << dtype_name(cache_dtype) << " batch " << rows.batch << " seq " << rows.seq << " group " << group
               << " window " << sliding_window;

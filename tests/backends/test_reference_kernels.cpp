@@ -13,6 +13,7 @@
 namespace shardlm::backends {
 namespace {
 
+using testing::identity_rows;
 using testing::random_tensor;
 using testing::relative_error;
 using testing::to_doubles;
@@ -99,18 +100,21 @@ TEST_F(ReferenceKernels, AttentionWithGqaOverTheCache) {
   Tensor q = random_tensor({batch, seq, heads, head_dim}, DType::f32, random_);
   Tensor k_cache = random_tensor({batch, kv_heads, max_cache_len, head_dim}, DType::f32, random_);
   Tensor v_cache = random_tensor({batch, kv_heads, max_cache_len, head_dim}, DType::f32, random_);
-  // Row 0 is a prompt at 0..2; row 1 decodes at 6..8 over an existing prefix.
+  // Row 0 is a prompt at 0..2; row 1 decodes at 6..8 over an existing prefix. Step row b
+  // reads cache row 1 - b.
   Tensor positions = Tensor::from_i32(std::vector<int32_t>{0, 1, 2, 6, 7, 8}, {batch, seq});
+  Tensor cache_rows = Tensor::from_i32(std::vector<int32_t>{1, 0}, {batch});
   const double scale = 1 / std::sqrt(5.0);
   std::vector<double> qs = to_doubles(q), ks = to_doubles(k_cache), vs = to_doubles(v_cache);
   for (int64_t sliding_window : {int64_t{0}, int64_t{4}}) {
     Tensor result = Tensor::zeros({batch, seq, heads, head_dim}, DType::f32);
-    reference::attention(q, k_cache, v_cache, positions, static_cast<float>(scale), sliding_window, result);
+    reference::attention(q, k_cache, v_cache, positions, cache_rows, static_cast<float>(scale), sliding_window, result);
     std::vector<double> expected(result.numel());
     for (int64_t b = 0; b < batch; ++b)
       for (int64_t s = 0; s < seq; ++s)
         for (int64_t h = 0; h < heads; ++h) {
           const int64_t kv = h / (heads / kv_heads), position = positions.data<int32_t>()[b * seq + s];
+          const int64_t row = 1 - b;
           // Keys at positions p' with p - W < p' <= p are visible (all p' <= p without a window).
           auto visible = [&](int64_t t) { return t <= position && (sliding_window == 0 || t > position - sliding_window); };
           double total = 0;
@@ -119,13 +123,13 @@ TEST_F(ReferenceKernels, AttentionWithGqaOverTheCache) {
             if (!visible(t)) continue;
             double dot = 0;
             for (int64_t d = 0; d < head_dim; ++d)
-              dot += qs[((b * seq + s) * heads + h) * head_dim + d] * ks[((b * kv_heads + kv) * max_cache_len + t) * head_dim + d];
+              dot += qs[((b * seq + s) * heads + h) * head_dim + d] * ks[((row * kv_heads + kv) * max_cache_len + t) * head_dim + d];
             total += weights[t] = std::exp(dot * scale);
           }
           for (int64_t d = 0; d < head_dim; ++d) {
             double acc = 0;
             for (int64_t t = 0; t < max_cache_len; ++t)
-              acc += weights[t] / total * vs[((b * kv_heads + kv) * max_cache_len + t) * head_dim + d];
+              acc += weights[t] / total * vs[((row * kv_heads + kv) * max_cache_len + t) * head_dim + d];
             expected[((b * seq + s) * heads + h) * head_dim + d] = acc;
           }
         }
@@ -138,7 +142,7 @@ TEST_F(ReferenceKernels, KvCacheWritePlacesEntriesAtTheirPositions) {
   Tensor cache = Tensor::zeros({batch, kv_heads, max_cache_len, head_dim}, DType::f32);
   Tensor entries = random_tensor({batch, seq, kv_heads, head_dim}, DType::f32, random_);
   Tensor positions = Tensor::from_i32(std::vector<int32_t>{3, 4, 0, 6}, {batch, seq});
-  reference::kv_cache_write(cache, entries, positions);
+  reference::kv_cache_write(cache, entries, positions, identity_rows(batch));
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t s = 0; s < seq; ++s)
       for (int64_t h = 0; h < kv_heads; ++h)
@@ -146,7 +150,24 @@ TEST_F(ReferenceKernels, KvCacheWritePlacesEntriesAtTheirPositions) {
           EXPECT_EQ(cache.data<float>()[((b * kv_heads + h) * max_cache_len + positions.data<int32_t>()[b * seq + s]) * head_dim + d],
                     entries.data<float>()[((b * seq + s) * kv_heads + h) * head_dim + d]);
   Tensor outside = Tensor::from_i32(std::vector<int32_t>{3, 7, 0, 1}, {batch, seq});
-  EXPECT_THROW(reference::kv_cache_write(cache, entries, outside), Error);
+  EXPECT_THROW(reference::kv_cache_write(cache, entries, outside, identity_rows(batch)), Error);
+}
+
+// A step row's cache row outside the cache, or two step rows sharing one, is refused by
+// name before anything is written.
+TEST_F(ReferenceKernels, CacheRowsOutsideTheCacheOrSharedAreRefused) {
+  Tensor cache = Tensor::zeros({2, 1, 4, 2}, DType::f32);  // [slots, kv_heads, max_cache_len, head_dim]
+  Tensor entries = random_tensor({2, 1, 1, 2}, DType::f32, random_);
+  Tensor positions = Tensor::from_i32(std::vector<int32_t>{0, 1}, {2, 1});
+  for (const std::vector<int32_t>& rows : {std::vector<int32_t>{0, 2}, {1, 1}, {-1, 0}}) {
+    try {
+      reference::kv_cache_write(cache, entries, positions, Tensor::from_i32(rows, {2}));
+      FAIL() << "cache rows " << rows[0] << ", " << rows[1] << " were accepted";
+    } catch (const Error& error) {
+      EXPECT_NE(std::string(error.what()).find("cache row"), std::string::npos) << error.what();
+    }
+  }
+  EXPECT_EQ(cache.data<float>()[0], 0.0f);
 }
 
 TEST_F(ReferenceKernels, EmbeddingSiluMulAddGather) {

@@ -160,9 +160,11 @@ TEST(PjrtGeneration, APositionOutsideTheCacheIsAnErrorNotAClampedWrite) {
   std::unique_ptr<backends::Backend> backend = backends::create_backend("pjrt", {.compile_cache_dir = "none"});
   const Tensor cache = backend->allocate({1, 1, 8, 4}, DType::f32);  // [batch, kv_heads, max_cache_len, head_dim]
   const Tensor entries = backend->to_device(Tensor::zeros({1, 1, 1, 4}, DType::f32));
-  EXPECT_NO_THROW(backend->kv_cache_write(cache, entries, backend->to_device(Tensor::from_i32(std::vector<int32_t>{7}, {1, 1}))));
+  const Tensor rows = backend->to_device(testing::identity_rows(1));
+  EXPECT_NO_THROW(
+      backend->kv_cache_write(cache, entries, backend->to_device(Tensor::from_i32(std::vector<int32_t>{7}, {1, 1})), rows));
   try {
-    backend->kv_cache_write(cache, entries, backend->to_device(Tensor::from_i32(std::vector<int32_t>{8}, {1, 1})));
+    backend->kv_cache_write(cache, entries, backend->to_device(Tensor::from_i32(std::vector<int32_t>{8}, {1, 1})), rows);
     FAIL() << "position 8 of an 8-slot cache was accepted";
   } catch (const Error& error) {
     EXPECT_NE(std::string(error.what()).find("max_cache_len 8"), std::string::npos) << error.what();

@@ -103,11 +103,14 @@ const void* cache_slice(const Tensor& cache, int64_t offset) {
 }  // namespace
 
 void attention(ThreadPool& pool, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
-               const Tensor& positions, float scale, int64_t sliding_window, const Tensor& out) {
+               const Tensor& positions, const Tensor& cache_rows, float scale, int64_t sliding_window,
+               const Tensor& out) {
   const int64_t batch = q.shape()[0], seq = q.shape()[1], heads = q.shape()[2], head_dim = q.shape()[3];
   const int64_t kv_heads = k_cache.shape()[1], max_cache_len = k_cache.shape()[2];
   const int64_t group = heads / kv_heads;
   const int32_t* position = positions.data<int32_t>();
+  const int32_t* row_of = cache_rows.data<int32_t>();
+  check_cache_rows(row_of, batch, k_cache.shape()[0], "attention");
   for (int64_t i = 0; i < batch * seq; ++i)
     SHARDLM_CHECK(position[i] < max_cache_len, "attention: position ", position[i],
                   " is outside the KV cache (max_cache_len ", max_cache_len, ")");
@@ -152,7 +155,7 @@ void attention(ThreadPool& pool, const Tensor& q, const Tensor& k_cache, const T
           outputs[rows] = out.mutable_data<float>() + offset;
           row_positions[rows] = position[b * seq + s];
         }
-      const int64_t cache_offset = (b * kv_heads + kv_head) * max_cache_len * head_dim;
+      const int64_t cache_offset = (row_of[b] * kv_heads + kv_head) * max_cache_len * head_dim;
       flash(queries, row_positions, rows, cache_slice(k_cache, cache_offset), cache_slice(v_cache, cache_offset),
             cache_dtype, head_dim, scale, sliding_window, outputs);
     });
@@ -177,7 +180,7 @@ void attention(ThreadPool& pool, const Tensor& q, const Tensor& k_cache, const T
     float* maximum = splits > 1 ? result + group * head_dim : local_maximum;  // [group] or one pass's heads
     float* sum = splits > 1 ? maximum + group : local_sum;
     const float* query = q.data<float>() + (row * heads + kv_head * group) * head_dim;  // [group, head_dim]
-    const int64_t b = row / seq, cache_offset = (b * kv_heads + kv_head) * max_cache_len * head_dim;
+    const int64_t cache_offset = (row_of[row / seq] * kv_heads + kv_head) * max_cache_len * head_dim;
     for (int64_t g = 0; g < group; g += heads_per_pass) {
       const int64_t pass_heads = std::min(heads_per_pass, group - g);
       float* pass_maximum = splits > 1 ? maximum + g : maximum;

@@ -46,12 +46,13 @@ class CpuBackend final : public Backend {
   void rope(const Tensor& x, const Tensor& positions, const RotaryEmbedding& rotary) override {
     cpu::rope(pool_, x, positions, rotary);
   }
-  void kv_cache_write(const Tensor& cache, const Tensor& entries, const Tensor& positions) override {
-    cpu::kv_cache_write(pool_, cache, entries, positions);
+  void kv_cache_write(const Tensor& cache, const Tensor& entries, const Tensor& positions,
+                      const Tensor& cache_rows) override {
+    cpu::kv_cache_write(pool_, cache, entries, positions, cache_rows);
   }
-  void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& positions, float scale,
-                 int64_t sliding_window, const Tensor& out) override {
-    cpu::attention(pool_, q, k_cache, v_cache, positions, scale, sliding_window, out);
+  void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& positions,
+                 const Tensor& cache_rows, float scale, int64_t sliding_window, const Tensor& out) override {
+    cpu::attention(pool_, q, k_cache, v_cache, positions, cache_rows, scale, sliding_window, out);
   }
   void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) override {
     cpu::silu_mul(pool_, gate, up, out);

@@ -120,21 +120,24 @@ void rope(ThreadPool& pool, const Tensor& x, const Tensor& positions, const Rota
   });
 }
 
-void kv_cache_write(ThreadPool& pool, const Tensor& cache, const Tensor& entries, const Tensor& positions) {
+void kv_cache_write(ThreadPool& pool, const Tensor& cache, const Tensor& entries, const Tensor& positions,
+                    const Tensor& cache_rows) {
   const int64_t batch = entries.shape()[0], seq = entries.shape()[1], kv_heads = entries.shape()[2];
   const int64_t head_dim = entries.shape()[3], max_cache_len = cache.shape()[2];
   const int32_t* position = positions.data<int32_t>();
+  const int32_t* row_of = cache_rows.data<int32_t>();
+  check_cache_rows(row_of, batch, cache.shape()[0], "kv_cache_write");
   // Every position is checked before any is written: a bad one leaves the cache as it was.
   for (int64_t i = 0; i < batch * seq; ++i)
     SHARDLM_CHECK(position[i] < max_cache_len, "position ", position[i], " is outside the KV cache (max_cache_len ",
                   max_cache_len, ")");
   const int64_t element = static_cast<int64_t>(dtype_size(cache.dtype()));
-  auto* destination = static_cast<std::byte*>(cache.mutable_raw());  // [batch, kv_heads, max_cache_len, head_dim]
+  auto* destination = static_cast<std::byte*>(cache.mutable_raw());  // [slots, kv_heads, max_cache_len, head_dim]
   const float* source = entries.data<float>();                       // [batch, seq, kv_heads, head_dim]
   for_row_ranges(pool, batch * seq, kv_heads * head_dim, [&](int64_t begin, int64_t end) {
     for (int64_t row = begin; row < end; ++row) {  // row = b * seq + s
       if (position[row] < 0) continue;             // padding
-      const int64_t b = row / seq;
+      const int64_t b = row_of[row / seq];
       for (int64_t h = 0; h < kv_heads; ++h)
         convert_from_f32(source + (row * kv_heads + h) * head_dim,
                          destination + ((b * kv_heads + h) * max_cache_len + position[row]) * head_dim * element,

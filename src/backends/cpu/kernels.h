@@ -22,7 +22,8 @@ void rms_norm_linear(ThreadPool& pool, const Tensor& x, const Tensor& norm_weigh
 // Every one of `linears` in one pass over the pool.
 void sibling_linears(ThreadPool& pool, const Tensor& x, std::span<const SiblingLinear> linears);
 void attention(ThreadPool& pool, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
-               const Tensor& positions, float scale, int64_t sliding_window, const Tensor& out);
+               const Tensor& positions, const Tensor& cache_rows, float scale, int64_t sliding_window,
+               const Tensor& out);
 
 // x f32 [rows, dim] -> out [rows, dim]; out may be x
 void rms_norm_rows(ThreadPool& pool, const float* x, int64_t rows, int64_t dim, const Tensor& weight, float eps,
@@ -30,9 +31,11 @@ void rms_norm_rows(ThreadPool& pool, const float* x, int64_t rows, int64_t dim, 
 void rms_norm(ThreadPool& pool, const Tensor& x, const Tensor& weight, float eps, const Tensor& out);
 // x f32 [tokens, heads, head_dim], rotated in place by each token's position [tokens].
 void rope(ThreadPool& pool, const Tensor& x, const Tensor& positions, const RotaryEmbedding& rotary);
-// entries f32 [batch, seq, kv_heads, head_dim] into cache [batch, kv_heads, max_cache_len,
-// head_dim] at each row's position [batch, seq]; negative positions are padding.
-void kv_cache_write(ThreadPool& pool, const Tensor& cache, const Tensor& entries, const Tensor& positions);
+// entries f32 [batch, seq, kv_heads, head_dim] into cache [slots, kv_heads, max_cache_len,
+// head_dim] at each row's position [batch, seq] of cache row cache_rows [batch]; negative
+// positions are padding.
+void kv_cache_write(ThreadPool& pool, const Tensor& cache, const Tensor& entries, const Tensor& positions,
+                    const Tensor& cache_rows);
 void silu_mul(ThreadPool& pool, const Tensor& gate, const Tensor& up, const Tensor& out);
 void add(ThreadPool& pool, const Tensor& a, const Tensor& b, const Tensor& out);
 // logits f32 [rows, vocab] -> the k best of each row, best first: values f32 [rows, k],

@@ -19,9 +19,9 @@ void copy_columns(const Tensor& source, int64_t source_column, const Tensor& des
 void linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& out);
 void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out);
 void rope(const Tensor& x, const Tensor& positions, const RotaryEmbedding& rotary);
-void kv_cache_write(const Tensor& cache, const Tensor& entries, const Tensor& positions);
-void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& positions, float scale,
-               int64_t sliding_window, const Tensor& out);
+void kv_cache_write(const Tensor& cache, const Tensor& entries, const Tensor& positions, const Tensor& cache_rows);
+void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& positions,
+               const Tensor& cache_rows, float scale, int64_t sliding_window, const Tensor& out);
 void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out);
 void add(const Tensor& a, const Tensor& b, const Tensor& out);
 void gather_rows(const Tensor& x, const Tensor& indices, const Tensor& out);

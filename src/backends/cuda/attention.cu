@@ -83,7 +83,7 @@ __global__ void __launch_bounds__(attention_warps * 32) attention_prefill_kernel
   }
 
   const int64_t group = a.heads / a.kv_heads;
-  const int64_t cache_base = (b * a.kv_heads + head / group) * a.max_cache_len * head_dim;
+  const int64_t cache_base = (a.cache_rows[b] * a.kv_heads + head / group) * a.max_cache_len * head_dim;
   const Cache* key_cache = static_cast<const Cache*>(a.k_cache) + cache_base;
   const Cache* value_cache = static_cast<const Cache*>(a.v_cache) + cache_base;
   float running_max[rows_per_warp], running_sum[rows_per_warp] = {}, accumulator[rows_per_warp][max_dims_per_lane] = {};
@@ -163,7 +163,7 @@ __global__ void __launch_bounds__(attention_warps * 32)
     const int64_t d = lane + 32 * i;
     query_part[i] = d < a.head_dim ? a.q[(query * a.heads + head) * a.head_dim + d] * a.scale : 0.0f;
   }
-  const int64_t cache_base = (b * a.kv_heads + head / group) * a.max_cache_len;  // row of [.., max_cache_len, head_dim]
+  const int64_t cache_base = (a.cache_rows[b] * a.kv_heads + head / group) * a.max_cache_len;  // row of [slots, .., max_cache_len, head_dim]
   const Cache* keys = static_cast<const Cache*>(a.k_cache) + cache_base * a.head_dim;
   const Cache* values = static_cast<const Cache*>(a.v_cache) + cache_base * a.head_dim;
 

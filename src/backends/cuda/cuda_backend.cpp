@@ -179,16 +179,18 @@ class CudaBackend final : public Backend {
     check_launch("rope");
   }
 
-  void kv_cache_write(const Tensor& cache, const Tensor& entries, const Tensor& positions) override {
+  void kv_cache_write(const Tensor& cache, const Tensor& entries, const Tensor& positions,
+                      const Tensor& cache_rows) override {
     const Shape& shape = entries.shape();  // [batch, seq, kv_heads, head_dim]
     launch_kv_cache_write(writable_on_device(cache, "kv_cache_write"), cache.dtype(),
                           f32_on_device(entries, "kv_cache_write"), ids_on_device(positions, "kv_cache_write"),
-                          shape[0], shape[1], shape[2], shape[3], cache.shape()[2], stream_);
+                          ids_on_device(cache_rows, "kv_cache_write"), cache.shape()[0], shape[0], shape[1], shape[2],
+                          shape[3], cache.shape()[2], stream_);
     check_launch("kv_cache_write");
   }
 
-  void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& positions, float scale,
-                 int64_t sliding_window, const Tensor& out) override {
+  void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& positions,
+                 const Tensor& cache_rows, float scale, int64_t sliding_window, const Tensor& out) override {
     SHARDLM_CHECK((k_cache.dtype() == DType::f32 || k_cache.dtype() == DType::bf16) && v_cache.dtype() == k_cache.dtype(),
                   "attention on cuda: the KV cache must be float32 or bfloat16 (keys and values alike), not ",
                   k_cache.describe(), " and ", v_cache.describe());
@@ -198,6 +200,7 @@ class CudaBackend final : public Backend {
                                  .v_cache = on_device(v_cache, "attention"),
                                  .cache_dtype = k_cache.dtype(),
                                  .positions = ids_on_device(positions, "attention"),
+                                 .cache_rows = ids_on_device(cache_rows, "attention"),
                                  .batch = q.shape()[0],
                                  .seq = q.shape()[1],
                                  .heads = q.shape()[2],

@@ -62,14 +62,14 @@ __global__ void rope_kernel(float* x, const int32_t* positions, int64_t tokens, 
 }
 
 __global__ void kv_cache_write_kernel(void* cache, DType cache_dtype, const float* entries, const int32_t* positions,
-                                      int64_t seq, int64_t kv_heads, int64_t head_dim, int64_t max_cache_len,
+                                      const int32_t* cache_rows, int64_t slots, int64_t seq, int64_t kv_heads, int64_t head_dim, int64_t max_cache_len,
                                       int64_t count) {
   const int64_t index = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (index >= count) return;  // count = batch * seq * kv_heads * head_dim, in entries' order
   const int64_t d = index % head_dim, h = (index / head_dim) % kv_heads, token = index / (head_dim * kv_heads);
-  const int64_t b = token / seq;
+  const int32_t b = cache_rows[token / seq];
   const int32_t position = positions[token];
-  if (position < 0 || position >= max_cache_len) return;
+  if (position < 0 || position >= max_cache_len || b < 0 || b >= slots) return;
   store_from_f32(cache, cache_dtype, ((b * kv_heads + h) * max_cache_len + position) * head_dim + d, entries[index]);
 }
 
@@ -124,12 +124,13 @@ void launch_rope(float* x, const int32_t* positions, int64_t tokens, int64_t hea
                                                                                       head_dim, rope);
 }
 
-void launch_kv_cache_write(void* cache, DType cache_dtype, const float* entries, const int32_t* positions, int64_t batch,
-                           int64_t seq, int64_t kv_heads, int64_t head_dim, int64_t max_cache_len, cudaStream_t stream) {
+void launch_kv_cache_write(void* cache, DType cache_dtype, const float* entries, const int32_t* positions,
+                           const int32_t* cache_rows, int64_t slots, int64_t batch, int64_t seq, int64_t kv_heads,
+                           int64_t head_dim, int64_t max_cache_len, cudaStream_t stream) {
   const int64_t count = batch * seq * kv_heads * head_dim;
   if (count == 0) return;
   kv_cache_write_kernel<<<blocks_for(count, threads_per_block), threads_per_block, 0, stream>>>(
-      cache, cache_dtype, entries, positions, seq, kv_heads, head_dim, max_cache_len, count);
+      cache, cache_dtype, entries, positions, cache_rows, slots, seq, kv_heads, head_dim, max_cache_len, count);
 }
 
 void launch_silu_mul(const float* gate, const float* up, float* out, int64_t count, cudaStream_t stream) {

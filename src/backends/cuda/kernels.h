@@ -33,11 +33,12 @@ void launch_convert(const float* x, int64_t count, void* out, DType out_dtype, c
 // In place. x f32 [tokens, heads, head_dim], positions i32 [tokens]
 void launch_rope(float* x, const int32_t* positions, int64_t tokens, int64_t heads, int64_t head_dim,
                  const RopeParameters& rope, cudaStream_t stream);
-// cache [batch, kv_heads, max_cache_len, head_dim] of cache_dtype; entries f32 [batch, seq, kv_heads, head_dim];
-// positions i32 [batch, seq], negative = padding (skipped). The generator keeps positions inside
-// the cache (a kernel cannot throw): one outside it is skipped too.
-void launch_kv_cache_write(void* cache, DType cache_dtype, const float* entries, const int32_t* positions, int64_t batch,
-                           int64_t seq, int64_t kv_heads, int64_t head_dim, int64_t max_cache_len, cudaStream_t stream);
+// cache [slots, kv_heads, max_cache_len, head_dim] of cache_dtype; entries f32 [batch, seq, kv_heads, head_dim];
+// positions i32 [batch, seq], negative = padding (skipped); cache_rows i32 [batch]. The generator
+// keeps positions and rows inside the cache (a kernel cannot throw): one outside it is skipped too.
+void launch_kv_cache_write(void* cache, DType cache_dtype, const float* entries, const int32_t* positions,
+                           const int32_t* cache_rows, int64_t slots, int64_t batch, int64_t seq, int64_t kv_heads,
+                           int64_t head_dim, int64_t max_cache_len, cudaStream_t stream);
 void launch_silu_mul(const float* gate, const float* up, float* out, int64_t count, cudaStream_t stream);
 void launch_add(const float* a, const float* b, float* out, int64_t count, cudaStream_t stream);
 // out[r, c] += bias[c] for out f32 [rows, columns], bias of bias_dtype [columns]
@@ -71,10 +72,11 @@ void launch_gemv(const GemvArguments& arguments, cudaStream_t stream);
 // attention.cu ------------------------------------------------------------------------------
 struct AttentionArguments {
   const float* q = nullptr;  // [batch, seq, heads, head_dim]
-  const void* k_cache = nullptr;  // [batch, kv_heads, max_cache_len, head_dim]
+  const void* k_cache = nullptr;  // [slots, kv_heads, max_cache_len, head_dim]
   const void* v_cache = nullptr;
   DType cache_dtype = DType::bf16;
   const int32_t* positions = nullptr;  // [batch, seq]
+  const int32_t* cache_rows = nullptr;  // [batch]: the cache row of each step row, in [0, slots)
   int64_t batch = 0, seq = 0, heads = 0, kv_heads = 0, head_dim = 0, max_cache_len = 0;
   float scale = 1;
   int64_t sliding_window = 0;

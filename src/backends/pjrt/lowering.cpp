@@ -122,14 +122,14 @@ Value rope(Program& p, Value x, Value positions, const RotaryTables& tables, con
   return p.concatenate({rotated, p.slice_last(x, rotary.rotary_dim, head_dim)}, 2);
 }
 
-Value kv_cache_write(Program& p, Value cache, Value entries, Value positions) {
+Value kv_cache_write(Program& p, Value cache, Value entries, Value positions, Value cache_rows) {
   const int64_t batch = entries.type.dims[0], seq = entries.type.dims[1], kv_heads = entries.type.dims[2];
   const int64_t head_dim = entries.type.dims[3], max_cache_len = cache.type.dims[2], rows = batch * seq;
   const Value updates = p.reshape(p.convert(entries, cache.type.element), {rows, kv_heads, head_dim});
   // Padding (a negative position) is sent past the end of the cache, where scatter drops it.
   const Value padding = p.compare(positions, splat(p, 0, positions.type), "LT");
   const Value slot = p.select(padding, splat(p, static_cast<double>(max_cache_len), positions.type), positions);
-  const Value row = p.iota(positions.type, 0);
+  const Value row = p.broadcast(cache_rows, positions.type.dims, {0});  // [batch, seq]
   const Value indices = p.concatenate({p.reshape(row, {rows, 1}), p.reshape(slot, {rows, 1})}, 1);  // [rows, 2]
   return p.scatter_rows(cache, indices, updates);
 }
@@ -167,7 +167,7 @@ Value scalar_i32(Program& p, double value) { return splat(p, value, {{}, "i32"})
 }  // namespace
 
 Value attention(Program& p, Value q, Value k_cache, Value v_cache, const std::optional<StepEntries>& step,
-                Value positions, float scale, int64_t sliding_window) {
+                Value positions, Value cache_rows, float scale, int64_t sliding_window) {
   const int64_t batch = q.type.dims[0], seq = q.type.dims[1], heads = q.type.dims[2], head_dim = q.type.dims[3];
   const int64_t kv_heads = k_cache.type.dims[1], max_cache_len = k_cache.type.dims[2], group = heads / kv_heads;
   // Query head h reads KV head h / group: [batch, kv_heads, group, seq, head_dim].
@@ -189,10 +189,8 @@ Value attention(Program& p, Value q, Value k_cache, Value v_cache, const std::op
         const Value start = r.multiply(v[0], scalar_i32(r, static_cast<double>(block)));
         // The last block is moved back to fit the cache; keys before `start` were seen already.
         const Value first = r.binary("minimum", start, scalar_i32(r, static_cast<double>(max_cache_len - block)));
-        const Value zero = scalar_i32(r, 0);
-        const std::vector<int64_t> sizes{batch, kv_heads, block, head_dim};
-        const Value keys = r.convert(r.dynamic_slice(k_cache, {zero, zero, first, zero}, sizes), "f32");
-        const Value values = r.convert(r.dynamic_slice(v_cache, {zero, zero, first, zero}, sizes), "f32");
+        const Value keys = r.convert(r.gather_blocks(k_cache, cache_rows, first, block), "f32");  // [batch, kv, block, hd]
+        const Value values = r.convert(r.gather_blocks(v_cache, cache_rows, first, block), "f32");
         const Value query_at = spread(r, positions, block, {0, 1});  // [batch, seq, block]
         const Value key_at = r.add(r.iota(query_at.type, 2), r.broadcast(first, query_at.type.dims, {}));
         Value shown = logical(r, "and", visible(r, key_at, query_at, sliding_window),

@@ -38,11 +38,11 @@ Value linear(Program& p, Value x, const Weight& weight, const std::optional<Valu
 Value rms_norm(Program& p, Value x, const Weight& weight, float eps);
 // x f32 [tokens, heads, head_dim], positions i32 [tokens] -> rotated x
 Value rope(Program& p, Value x, Value positions, const RotaryTables& tables, const RotaryEmbedding& rotary);
-// cache [batch, kv_heads, max_cache_len, head_dim] with entries f32 [batch, seq, kv_heads, head_dim] written at
-// positions i32 [batch, seq] (negative: padding, skipped) -> the updated cache
-Value kv_cache_write(Program& p, Value cache, Value entries, Value positions);
-// Causal attention (backend.h). q f32 [batch, seq, heads, head_dim] over k_cache, v_cache
-// [batch, kv_heads, max_cache_len, head_dim] as they were before this step, plus this step's
+// cache [slots, kv_heads, max_cache_len, head_dim] with entries f32 [batch, seq, kv_heads, head_dim] written at
+// positions i32 [batch, seq] (negative: padding, skipped) of rows cache_rows i32 [batch] -> the updated cache
+Value kv_cache_write(Program& p, Value cache, Value entries, Value positions, Value cache_rows);
+// Causal attention (backend.h). q f32 [batch, seq, heads, head_dim] over rows cache_rows i32 [batch] of
+// k_cache, v_cache [slots, kv_heads, max_cache_len, head_dim] as they were before this step, plus this step's
 // entries f32 [batch, seq, kv_heads, head_dim] when given (the cache positions they overwrite are
 // then hidden): the program reads the old cache while the in-place write of the new one
 // follows it, so XLA need not copy the cache. -> f32 [batch, seq, heads, head_dim]
@@ -50,7 +50,7 @@ struct StepEntries {
   Value keys, values;
 };
 Value attention(Program& p, Value q, Value k_cache, Value v_cache, const std::optional<StepEntries>& step,
-                Value positions, float scale, int64_t sliding_window);
+                Value positions, Value cache_rows, float scale, int64_t sliding_window);
 // silu(gate) * up
 Value silu_mul(Program& p, Value gate, Value up);
 // rows of x f32 [rows, dim] at indices i32 [count] -> [count, dim]

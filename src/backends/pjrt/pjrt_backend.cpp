@@ -283,6 +283,10 @@ class PjrtBackend : public Backend {
                     "): lower the prompt length or max_new_tokens, or raise max_cache_len");
   }
 
+  void check_rows(const DeviceStorage& storage, int64_t slots, const char* op) const {
+    check_cache_rows(storage.host_copy.data(), static_cast<int64_t>(storage.host_copy.size()), slots, op);
+  }
+
   // Runs `buffers` through `executable` on this device; outputs replace `results`' buffers.
   // `donated[i]` >= 0 marks parameter i as donated (counted as taken or refused).
   void execute(Executable& executable, const std::vector<Tensor>& parameters, const std::vector<Tensor>& results,
@@ -407,18 +411,21 @@ class PjrtBackend : public Backend {
     });
   }
 
-  void kv_cache_write(const Tensor& cache, const Tensor& entries, const Tensor& positions) override {
+  void kv_cache_write(const Tensor& cache, const Tensor& entries, const Tensor& positions,
+                      const Tensor& cache_rows) override {
     check_below(storage_of(positions), cache.shape()[2], "position");
-    run_op("kv_cache_write", {cache, entries, positions}, {cache}, [&](hlo::Program& p, const auto& v) {
-      return std::vector{hlo::kv_cache_write(p, v[0], v[1], v[2])};
+    check_rows(storage_of(cache_rows), cache.shape()[0], "kv_cache_write");
+    run_op("kv_cache_write", {cache, entries, positions, cache_rows}, {cache}, [&](hlo::Program& p, const auto& v) {
+      return std::vector{hlo::kv_cache_write(p, v[0], v[1], v[2], v[3])};
     }, /*donated=*/0);
   }
 
-  void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& positions, float scale,
-                 int64_t sliding_window, const Tensor& out) override {
+  void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& positions,
+                 const Tensor& cache_rows, float scale, int64_t sliding_window, const Tensor& out) override {
     check_below(storage_of(positions), k_cache.shape()[2], "attention: position");
-    run_op("attention", {q, k_cache, v_cache, positions}, {out}, [&](hlo::Program& p, const auto& v) {
-      return std::vector{hlo::attention(p, v[0], v[1], v[2], std::nullopt, v[3], scale, sliding_window)};
+    check_rows(storage_of(cache_rows), k_cache.shape()[0], "attention");
+    run_op("attention", {q, k_cache, v_cache, positions, cache_rows}, {out}, [&](hlo::Program& p, const auto& v) {
+      return std::vector{hlo::attention(p, v[0], v[1], v[2], std::nullopt, v[3], v[4], scale, sliding_window)};
     });
   }
 
@@ -467,6 +474,8 @@ void PjrtProgram::run() {
   backend_.require_devices();
   for (const auto& [parameter, limit] : spec_.bounded)
     backend_.check_below(storage_of(spec_.parameters[parameter]), limit, "position");
+  for (const auto& [parameter, slots] : spec_.cache_rows)
+    backend_.check_rows(storage_of(spec_.parameters[parameter]), slots, "step");
   backend_.execute(*executable_, spec_.parameters, spec_.results, spec_.donated);
 }
 

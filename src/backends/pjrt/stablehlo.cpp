@@ -248,6 +248,15 @@ Value Program::gather_rows(Value table, Value indices) {
                 i64_array({1, width}) + ", indices_are_sorted = false");
 }
 
+Value Program::gather_blocks(Value x, Value rows, Value first, int64_t length) {
+  const int64_t batch = rows.type.numel(), heads = x.type.dims.at(1), dim = x.type.dims.at(3);
+  const Value starts = concatenate({reshape(rows, {batch, 1}), broadcast(first, {batch, 1}, {})}, 1);  // [batch, 2]
+  return op("gather", {x, starts}, {{batch, heads, length, dim}, x.type.element},
+            "dimension_numbers = #stablehlo.gather<offset_dims = [1, 2, 3], collapsed_slice_dims = [0], "
+            "start_index_map = [0, 2], index_vector_dim = 1>, slice_sizes = " +
+                i64_array({1, heads, length, dim}) + ", indices_are_sorted = false");
+}
+
 std::vector<Value> Program::sort_descending(Value keys, Value payload, int64_t dimension) {
   const Type key{{}, keys.type.element}, index{{}, payload.type.element};
   const std::string a = fresh(), b = fresh(), c = fresh(), d = fresh();

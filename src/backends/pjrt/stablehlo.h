@@ -86,6 +86,9 @@ class Program {
   // The best key of each row of keys f32 [rows, n] by sort_descending's order, with its
   // payload i32 [rows, n]: one pass, no sort -> {keys [rows], payload [rows]}.
   std::vector<Value> best_of_rows(Value keys, Value payload);
+  // Of x [S, H, L, D]: rows i32 [batch] of S, each from position `first` (an i32 scalar,
+  // clamped so that the block fits) for `length` positions -> [batch, H, length, D].
+  Value gather_blocks(Value x, Value rows, Value first, int64_t length);
   // x sliced to `sizes` from the runtime start `starts` (i32 scalars, one per dim; clamped
   // so that the slice fits, as stablehlo.dynamic_slice does).
   Value dynamic_slice(Value x, const std::vector<Value>& starts, const std::vector<int64_t>& sizes);
