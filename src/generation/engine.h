@@ -1,0 +1,107 @@
+#pragma once
+// The scheduler of sequences over one StepRunner (continuous batching). The KV cache has a
+// fixed number of sequence slots; sequences wait in a queue, take a free slot, prefill their
+// prompt in fixed-size chunks, then decode one token a step, and give the slot back the
+// step they finish or are cancelled. Each engine step runs one decode step over every
+// decoding sequence (at the smallest compiled batch that holds them) and then as many prompt
+// chunks as the token budget leaves room for, so a long prompt delays the others by a chunk
+// a step, not by its whole length. Every step shape is one of a fixed set, compiled once.
+// A sequence's tokens do not depend on what else is in the batch: rows are independent.
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "generation/sequence.h"
+#include "generation/step_runner.h"
+
+namespace shardlm::generation {
+
+// How many of each row's best logits decide its next token (sampling on the device), or 0
+// when the whole row is needed: a repetition penalty reorders logits by history, sampling
+// without top_k reads every token, and logprobs are over the whole row. Sampling fetches one
+// more than top_k, to see whether the k-th value ties with the next (torch.topk then keeps both).
+int64_t candidate_count(const SequenceRequest& request, int64_t max_top_k, int64_t vocab);
+
+struct EngineOptions {
+  // Batch sizes of the decode steps: each step runs at the smallest that holds every
+  // decoding sequence (padding rows fill it). Empty: just the cache's slot count.
+  std::vector<int64_t> decode_buckets{};
+  // The same for the prefill steps' rows (one chunk of one prompt a row).
+  std::vector<int64_t> prefill_buckets{};
+  // Tokens one engine step may feed: a decode row counts 1, a prefill row its chunk; at
+  // least one prefill row runs whenever a prompt waits. 0: no limit.
+  int64_t token_budget = 0;
+  // Sampling on the device with any candidate count a request's top_k asks for (fewest
+  // bytes moved); false: only greedy steps take candidates, so that the set of compiled
+  // shapes does not depend on what requests ask (serving).
+  bool any_candidate_count = true;
+};
+
+// What an engine has done since it was made.
+struct EngineStats {
+  int64_t steps = 0;
+  int64_t prefill_tokens = 0, decode_tokens = 0;  // real tokens fed (padding not counted)
+  double prefill_s = 0, decode_s = 0;             // in prefill and decode steps
+  double prefill_communication_s = 0, decode_communication_s = 0;  // of those, in collectives
+};
+
+class Engine {
+ public:
+  // The runner's cache (already allocated) gives the slot count and each slot's length.
+  Engine(StepRunner& runner, EngineOptions options);
+
+  // Queues a sequence; its prompt plus max_new_tokens must fit a slot (checked here, before
+  // any work). Returns its id.
+  uint64_t add(SequenceRequest request, SequenceCallback on_token = {});
+  // Ends a sequence at the next step boundary (a waiting one at once); unknown ids are ignored.
+  void cancel(uint64_t id);
+  // One engine step (see above). Sequences that finish are moved to finished().
+  void step();
+  bool idle() const { return running_.empty() && waiting_.empty(); }
+
+  // Sequences that have finished, in the order they did; the caller may take them.
+  std::vector<std::unique_ptr<Sequence>>& finished() { return finished_; }
+  size_t running() const { return running_.size(); }
+  size_t waiting() const { return waiting_.size(); }
+  int64_t slots() const { return runner_.slots(); }
+  int64_t free_slots() const { return static_cast<int64_t>(free_slots_.size()); }
+  const std::vector<int64_t>& decode_buckets() const { return decode_buckets_; }
+  const std::vector<int64_t>& prefill_buckets() const { return prefill_buckets_; }
+  const EngineStats& stats() const { return stats_; }
+
+  // Compiles every step shape step() can run, so none compiles while serving.
+  void compile_all();
+
+ private:
+  void admit();
+  void retire_finished();
+  void run_decode(const std::vector<Sequence*>& decoding);
+  void run_prefill(const std::vector<Sequence*>& prefilling);
+  // The device candidate count a decode step over `rows` uses (0: whole rows of logits).
+  int64_t step_candidates(const std::vector<Sequence*>& rows) const;
+  // Fills rows [used, bucket) of `step` with padding over slots no real row of it uses.
+  void pad_rows(StepBuffers& step, int64_t used, int64_t logit_rows_per_row);
+
+  StepRunner& runner_;
+  EngineOptions options_;
+  std::vector<int64_t> decode_buckets_, prefill_buckets_;
+  uint64_t next_id_ = 0;
+  std::deque<std::unique_ptr<Sequence>> waiting_;
+  std::vector<std::unique_ptr<Sequence>> running_;  // in admission order
+  std::vector<std::unique_ptr<Sequence>> finished_;
+  std::vector<int64_t> free_slots_;                 // lowest last
+  std::vector<uint64_t> cancelled_;
+  std::vector<Sequence*> decoding_, prefilling_;    // scratch of step
+  std::vector<bool> slot_used_;                     // scratch of pad_rows
+  std::vector<int64_t> fed_;                        // scratch of run_prefill: prompt tokens fed a row
+  EngineStats stats_;
+  // Decode candidates: this row's (id, logit), sorted by id, split in ids and logits.
+  std::vector<std::pair<int32_t, float>> by_id_;
+  std::vector<int32_t> candidate_ids_;
+  std::vector<float> candidate_logits_;
+};
+
+}  // namespace shardlm::generation
