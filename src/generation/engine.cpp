@@ -42,7 +42,8 @@ Engine::Engine(StepRunner& runner, EngineOptions options) : runner_(runner), opt
   decode_buckets_ = normalized_buckets(options_.decode_buckets, slots, "decode");
   prefill_buckets_ = normalized_buckets(options_.prefill_buckets, slots, "prefill");
   SHARDLM_CHECK(options_.token_budget >= 0, "the token budget must not be negative, got ", options_.token_budget);
-  for (int64_t slot = slots - 1; slot >= 0; --slot) free_slots_.push_back(slot);
+  for (int64_t slot = 0; slot < slots; ++slot) free_slots_.push_back(slot);
+  slot_tokens_.resize(static_cast<size_t>(slots));
   slot_used_.resize(static_cast<size_t>(slots));
 }
 
@@ -71,12 +72,33 @@ void Engine::cancel(uint64_t id) {
   cancelled_.push_back(id);
 }
 
+std::pair<size_t, int64_t> Engine::pick_slot(std::span<const int64_t> prompt) const {
+  size_t best = 0;
+  int64_t longest = 0;
+  if (!options_.prefix_caching) return {best, longest};
+  for (size_t i = 0; i < free_slots_.size(); ++i) {
+    const std::vector<int64_t>& held = slot_tokens_[static_cast<size_t>(free_slots_[i])];
+    // At least the prompt's last token is fed again: its logits pick the first new token.
+    const size_t limit = std::min(held.size(), prompt.size() - 1);
+    const auto shared = static_cast<int64_t>(
+        std::mismatch(held.begin(), held.begin() + static_cast<std::ptrdiff_t>(limit), prompt.begin()).first -
+        held.begin());
+    if (shared > longest) best = i, longest = shared;
+  }
+  return {best, longest};
+}
+
 void Engine::admit() {
   while (!free_slots_.empty() && !waiting_.empty()) {
     std::unique_ptr<Sequence> sequence = std::move(waiting_.front());
     waiting_.pop_front();
-    sequence->set_slot(free_slots_.back());
-    free_slots_.pop_back();
+    const auto [index, shared] = pick_slot(sequence->tokens());
+    const int64_t slot = free_slots_[index];
+    free_slots_.erase(free_slots_.begin() + static_cast<std::ptrdiff_t>(index));
+    sequence->set_slot(slot);
+    sequence->reuse_prefix(shared);
+    stats_.reused_prefix_tokens += shared;
+    slot_tokens_[static_cast<size_t>(slot)].clear();  // overwritten from `shared` on
     running_.push_back(std::move(sequence));
   }
 }
@@ -93,13 +115,13 @@ void Engine::retire_finished() {
       running_[kept++] = std::move(sequence);
       continue;
     }
+    const auto slot = static_cast<size_t>(sequence->slot());
+    slot_tokens_[slot].assign(sequence->tokens().begin(), sequence->tokens().begin() + sequence->cached());
     free_slots_.push_back(sequence->slot());
     sequence->set_slot(-1);
     finished_.push_back(std::move(sequence));
   }
   running_.resize(kept);
-  // The lowest free slot is taken first: a lone sequence keeps slot 0.
-  std::sort(free_slots_.begin(), free_slots_.end(), std::greater<>());
 }
 
 void Engine::step() {

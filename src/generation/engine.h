@@ -38,12 +38,17 @@ struct EngineOptions {
   // bytes moved); false: only greedy steps take candidates, so that the set of compiled
   // shapes does not depend on what requests ask (serving).
   bool any_candidate_count = true;
+  // A sequence takes the free slot whose cached tokens share the longest prefix with its
+  // prompt and starts after them (prefix caching); a slot keeps what its last sequence
+  // cached until another sequence takes it, and the slot freed longest ago goes first.
+  bool prefix_caching = true;
 };
 
 // What an engine has done since it was made.
 struct EngineStats {
   int64_t steps = 0;
   int64_t prefill_tokens = 0, decode_tokens = 0;  // real tokens fed (padding not counted)
+  int64_t reused_prefix_tokens = 0;               // prompt tokens found in a slot, not prefilled
   double prefill_s = 0, decode_s = 0;             // in prefill and decode steps
   double prefill_communication_s = 0, decode_communication_s = 0;  // of those, in collectives
 };
@@ -77,6 +82,8 @@ class Engine {
 
  private:
   void admit();
+  // The free slot `prompt` should take, and how many of its tokens that slot holds already.
+  std::pair<size_t, int64_t> pick_slot(std::span<const int64_t> prompt) const;
   void retire_finished();
   void run_decode(const std::vector<Sequence*>& decoding);
   void run_prefill(const std::vector<Sequence*>& prefilling);
@@ -92,7 +99,8 @@ class Engine {
   std::deque<std::unique_ptr<Sequence>> waiting_;
   std::vector<std::unique_ptr<Sequence>> running_;  // in admission order
   std::vector<std::unique_ptr<Sequence>> finished_;
-  std::vector<int64_t> free_slots_;                 // lowest last
+  std::vector<int64_t> free_slots_;                 // freed longest ago first
+  std::vector<std::vector<int64_t>> slot_tokens_;   // [slots]: tokens whose keys and values a free slot holds
   std::vector<uint64_t> cancelled_;
   std::vector<Sequence*> decoding_, prefilling_;    // scratch of step
   std::vector<bool> slot_used_;                     // scratch of pad_rows

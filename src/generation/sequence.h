@@ -75,6 +75,10 @@ class Sequence {
   // More than the last token is pending: the prompt (or its rest) is still to prefill.
   bool prefilling() const { return pending() > 1; }
   void mark_cached(int64_t count) { cached_ += count; }
+  // The slot this sequence takes already holds the keys and values of its first `count`
+  // prompt tokens (a finished sequence's shared prefix): they are not prefilled again.
+  void reuse_prefix(int64_t count) { cached_ = reused_ = count; }
+  int64_t reused_prefix() const { return reused_; }
 
   int64_t slot() const { return slot_; }
   void set_slot(int64_t slot) { slot_ = slot; }
@@ -95,7 +99,7 @@ class Sequence {
   SequenceRequest request_;
   SequenceCallback on_token_;
   std::vector<int64_t> history_;
-  int64_t cached_ = 0;
+  int64_t cached_ = 0, reused_ = 0;
   int64_t slot_ = -1;
   TokenSelector selector_;
   std::unique_ptr<tokenizer::IncrementalDecoder> decoder_;

@@ -152,6 +152,32 @@ TEST_P(EngineTest, CancellingFreesTheSlotForTheQueue) {
   EXPECT_EQ(engine.free_slots(), 1);
 }
 
+// A prompt that shares a prefix with what a freed slot holds starts after that prefix, and
+// generates what it would alone: another continuation of the same first 60 tokens, the same
+// prompt again (all but its last token reused), and one that shares nothing.
+TEST_P(EngineTest, APrefixAFinishedSequenceLeftInItsSlotIsNotPrefilledAgain) {
+  StepRunner runner(*model_, *backend_);
+  runner.set_execution({.compile = true, .prefill_chunk_size = 16});
+  runner.prepare_cache(2, 128);
+  Engine engine(runner, {});
+  const SequenceRequest first = request(1);  // 70 prompt tokens
+  SequenceRequest branch = request(1), again = request(1), unrelated = request(4);
+  branch.prompt.resize(60);
+  for (int64_t t = 0; t < 9; ++t) branch.prompt.push_back((t * 13 + 5) % config_.vocab_size);
+  for (const auto& [next, reused] : {std::pair{&branch, 60}, std::pair{&again, 69}, std::pair{&unrelated, 0}}) {
+    engine.add(first);
+    while (!engine.idle()) engine.step();
+    const int64_t prefilled_before = engine.stats().prefill_tokens;
+    engine.add(*next);
+    while (!engine.idle()) engine.step();
+    const Sequence& sequence = *engine.finished().back();
+    EXPECT_EQ(sequence.reused_prefix(), reused);
+    EXPECT_EQ(engine.stats().prefill_tokens - prefilled_before, sequence.prompt_length() - reused);
+    const auto generated = sequence.generated();
+    EXPECT_EQ(std::vector<int64_t>(generated.begin(), generated.end()), alone(*next, 16)) << "reused " << reused;
+  }
+}
+
 // A request that cannot fit a slot is refused when it is added, naming what to change.
 TEST_P(EngineTest, ARequestBeyondTheSlotIsRefusedBeforeAnyWork) {
   StepRunner runner(*model_, *backend_);
