@@ -31,7 +31,9 @@ int64_t bucket_for(const std::vector<int64_t>& buckets, int64_t rows) {
 
 int64_t candidate_count(const SequenceRequest& request, int64_t max_top_k, int64_t vocab) {
   const SamplingSettings& sampling = request.sampling;
-  if (sampling.repetition_penalty != 1.0f || request.logprobs) return 0;
+  if (sampling.repetition_penalty != 1.0f || sampling.presence_penalty != 0.0f || sampling.frequency_penalty != 0.0f ||
+      request.logprobs)
+    return 0;
   const int64_t count = !sampling.do_sample ? 1 : sampling.top_k > 0 ? sampling.top_k + 1 : 0;
   return count > 0 && count <= max_top_k && count < vocab ? count : 0;
 }
@@ -92,7 +94,8 @@ void Engine::admit() {
   while (!free_slots_.empty() && !waiting_.empty()) {
     std::unique_ptr<Sequence> sequence = std::move(waiting_.front());
     waiting_.pop_front();
-    const auto [index, shared] = pick_slot(sequence->tokens());
+    auto [index, shared] = pick_slot(sequence->tokens());
+    if (sequence->request().prompt_logprobs) shared = 0;
     const int64_t slot = free_slots_[index];
     free_slots_.erase(free_slots_.begin() + static_cast<std::ptrdiff_t>(index));
     sequence->set_slot(slot);
@@ -138,7 +141,17 @@ void Engine::step() {
     if (options_.token_budget > 0)
       rows = std::clamp<int64_t>((options_.token_budget - static_cast<int64_t>(decoding_.size())) / chunk, 1, rows);
     if (static_cast<int64_t>(prefilling_.size()) > rows) prefilling_.resize(static_cast<size_t>(rows));
-    run_prefill(prefilling_);
+    // A prompt to score needs the logits of every position: a step of its own shape.
+    const auto scored = std::find_if(prefilling_.begin(), prefilling_.end(),
+                                     [](const Sequence* s) { return s->request().prompt_logprobs; });
+    if (scored != prefilling_.end()) {
+      scored_.assign(1, *scored);
+      run_prefill(scored_, /*every_position=*/true);
+      prefilling_.erase(std::remove_if(prefilling_.begin(), prefilling_.end(),
+                                       [](const Sequence* s) { return s->request().prompt_logprobs; }),
+                        prefilling_.end());
+    }
+    if (!prefilling_.empty()) run_prefill(prefilling_, /*every_position=*/false);
   }
   ++stats_.steps;
   retire_finished();
@@ -225,13 +238,15 @@ void Engine::run_decode(const std::vector<Sequence*>& decoding) {
   stats_.decode_communication_s += group.communication_seconds() - communication_before;
 }
 
-void Engine::run_prefill(const std::vector<Sequence*>& prefilling) {
+void Engine::run_prefill(const std::vector<Sequence*>& prefilling, bool every_position) {
   const auto start = std::chrono::steady_clock::now();
   parallel::ProcessGroup& group = runner_.model().process_group();
   const double communication_before = group.communication_seconds();
   const int64_t count = static_cast<int64_t>(prefilling.size()), vocab = runner_.model().config().vocab_size;
-  const int64_t batch = bucket_for(prefill_buckets_, count), chunk = runner_.execution().prefill_chunk_size;
-  StepBuffers& step = runner_.buffers("prefill", batch, chunk, batch);
+  const int64_t chunk = runner_.execution().prefill_chunk_size;
+  const int64_t batch = every_position ? 1 : bucket_for(prefill_buckets_, count);
+  const int64_t logits_per_row = every_position ? chunk : 1;
+  StepBuffers& step = runner_.buffers("prefill", batch, chunk, batch * logits_per_row);
   fed_.resize(static_cast<size_t>(count));
   for (int64_t r = 0; r < count; ++r) {
     const Sequence& sequence = *prefilling[r];
@@ -243,16 +258,22 @@ void Engine::run_prefill(const std::vector<Sequence*>& prefilling) {
       step.positions_of(r)[j] = j < real ? static_cast<int32_t>(begin + j) : -1;
     }
     step.cache_row()[r] = static_cast<int32_t>(sequence.slot());
-    step.logit_row()[r] = static_cast<int32_t>(r * chunk + real - 1);
+    for (int64_t j = 0; j < logits_per_row; ++j)
+      step.logit_row()[r * logits_per_row + j] = static_cast<int32_t>(r * chunk + (every_position ? j : real - 1));
   }
-  pad_rows(step, count, 1);
+  pad_rows(step, count, logits_per_row);
   runner_.run(step);
+  const auto logits_of = [&](int64_t row) { return std::span(step.host_logits.mutable_data<float>() + row * vocab, vocab); };
   for (int64_t r = 0; r < count; ++r) {
     Sequence& sequence = *prefilling[r];
+    const int64_t begin = sequence.cached();
     sequence.mark_cached(fed_[r]);
     stats_.prefill_tokens += fed_[r];
+    if (every_position)
+      for (int64_t j = 0; j < fed_[r] && begin + j + 1 < sequence.prompt_length(); ++j)
+        sequence.score_prompt_token(logits_of(j), begin + j);
     if (sequence.cached() == sequence.prompt_length())  // the last chunk: its last logits pick the first token
-      sequence.select_and_take(std::span(step.host_logits.mutable_data<float>() + r * vocab, vocab));
+      sequence.select_and_take(logits_of(every_position ? fed_[r] - 1 : r));
   }
   stats_.prefill_s += seconds_since(start);
   stats_.prefill_communication_s += group.communication_seconds() - communication_before;
@@ -261,6 +282,7 @@ void Engine::run_prefill(const std::vector<Sequence*>& prefilling) {
 void Engine::compile_all() {
   const int64_t chunk = runner_.execution().prefill_chunk_size;
   for (int64_t batch : prefill_buckets_) runner_.buffers("prefill", batch, chunk, batch);
+  runner_.buffers("prefill", 1, chunk, chunk);  // a prompt scored at every position
   for (int64_t batch : decode_buckets_) {
     runner_.buffers("decode", batch, 1, batch, 0);
     if (runner_.backend().compiles_graphs()) runner_.buffers("decode", batch, 1, batch, 1);

@@ -86,7 +86,9 @@ class Engine {
   std::pair<size_t, int64_t> pick_slot(std::span<const int64_t> prompt) const;
   void retire_finished();
   void run_decode(const std::vector<Sequence*>& decoding);
-  void run_prefill(const std::vector<Sequence*>& prefilling);
+  // One chunk of each prompt; every_position: of one prompt, with the logits of every
+  // position (its tokens scored).
+  void run_prefill(const std::vector<Sequence*>& prefilling, bool every_position);
   // The device candidate count a decode step over `rows` uses (0: whole rows of logits).
   int64_t step_candidates(const std::vector<Sequence*>& rows) const;
   // Fills rows [used, bucket) of `step` with padding over slots no real row of it uses.
@@ -102,7 +104,7 @@ class Engine {
   std::vector<int64_t> free_slots_;                 // freed longest ago first
   std::vector<std::vector<int64_t>> slot_tokens_;   // [slots]: tokens whose keys and values a free slot holds
   std::vector<uint64_t> cancelled_;
-  std::vector<Sequence*> decoding_, prefilling_;    // scratch of step
+  std::vector<Sequence*> decoding_, prefilling_, scored_;  // scratch of step
   std::vector<bool> slot_used_;                     // scratch of pad_rows
   std::vector<int64_t> fed_;                        // scratch of run_prefill: prompt tokens fed a row
   EngineStats stats_;

@@ -27,6 +27,21 @@ void apply_repetition_penalty(std::span<float> logits, std::span<const int64_t> 
   for (const auto& [token, value] : updates) logits[token] = value;
 }
 
+void apply_presence_frequency_penalty(std::span<float> logits, std::span<const int64_t> generated, float presence,
+                                      float frequency, std::vector<int64_t>& scratch) {
+  if ((presence == 0.0f && frequency == 0.0f) || generated.empty()) return;
+  scratch.assign(generated.begin(), generated.end());
+  std::sort(scratch.begin(), scratch.end());
+  for (size_t i = 0; i < scratch.size();) {
+    size_t end = i;
+    while (end < scratch.size() && scratch[end] == scratch[i]) ++end;
+    const int64_t token = scratch[i];
+    if (token >= 0 && token < static_cast<int64_t>(logits.size()))
+      logits[token] -= presence + frequency * static_cast<float>(end - i);
+    i = end;
+  }
+}
+
 void apply_temperature(std::span<float> logits, float temperature) {
   if (temperature == 1.0f) return;
   for (float& value : logits) value /= temperature;
@@ -83,10 +98,12 @@ TokenSelector::TokenSelector(SamplingSettings settings, uint64_t seed) : setting
 
 double TokenSelector::uniform() { return static_cast<double>(random_() >> 11) * 0x1.0p-53; }
 
-int64_t TokenSelector::select(std::span<float> logits, std::span<const int64_t> history) {
+int64_t TokenSelector::select(std::span<float> logits, std::span<const int64_t> history, size_t prompt_length) {
   for (float value : logits)
     if (std::isnan(value)) fail("the model produced NaN logits: the weights are corrupt or overflowed in this dtype");
   apply_repetition_penalty(logits, history, settings_.repetition_penalty, penalty_updates_);
+  apply_presence_frequency_penalty(logits, history.subspan(std::min(prompt_length, history.size())),
+                                   settings_.presence_penalty, settings_.frequency_penalty, counted_);
   if (!settings_.do_sample) return backends::reference::argmax(logits);
   apply_temperature(logits, settings_.temperature);
   apply_top_k(logits, settings_.top_k, probabilities_);

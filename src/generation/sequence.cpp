@@ -55,6 +55,29 @@ void Sequence::cancel() {
   if (on_token_) on_token_(*this, -1, decoder_ ? decoder_->flush() : std::string());
 }
 
+TokenLogprob Sequence::log_softmax(std::span<const float> logits) {
+  log_softmax_.resize(logits.size());
+  backends::reference::log_softmax(logits, log_softmax_);
+  TokenLogprob result;
+  const auto count = static_cast<size_t>(std::clamp<int64_t>(request_.top_logprobs, 0, static_cast<int64_t>(logits.size())));
+  order_.resize(logits.size());
+  for (size_t i = 0; i < order_.size(); ++i) order_[i] = static_cast<int64_t>(i);
+  const auto better = [&](int64_t a, int64_t b) {  // ties to the lower id, as torch.topk
+    return log_softmax_[a] > log_softmax_[b] || (log_softmax_[a] == log_softmax_[b] && a < b);
+  };
+  std::partial_sort(order_.begin(), order_.begin() + static_cast<std::ptrdiff_t>(count), order_.end(), better);
+  for (size_t i = 0; i < count; ++i) result.top.emplace_back(order_[i], log_softmax_[order_[i]]);
+  return result;
+}
+
+void Sequence::score_prompt_token(std::span<const float> logits, int64_t position) {
+  SHARDLM_CHECK(position + 1 < prompt_length() && position == static_cast<int64_t>(prompt_logprobs_.size()),
+                "sequence ", id_, ": prompt position ", position, " scored out of turn");
+  TokenLogprob scored = log_softmax(logits);
+  scored.logprob = log_softmax_[static_cast<size_t>(request_.prompt[position + 1])];
+  prompt_logprobs_.push_back(std::move(scored));
+}
+
 void Sequence::select_and_take(std::span<float> logits, std::span<const int32_t> ids) {
   SHARDLM_CHECK(!finished() && pending() == 0, "sequence ", id_, ": a token was selected out of turn");
   std::optional<TokenLogprob> logprob;
@@ -62,19 +85,9 @@ void Sequence::select_and_take(std::span<float> logits, std::span<const int32_t>
     // Of the model's own distribution, before any sampling setting reshapes it (as vLLM
     // and OpenAI report them): taken before the selector edits the row in place.
     SHARDLM_CHECK(ids.empty(), "logprobs need the whole row of logits");
-    log_softmax_.resize(logits.size());
-    backends::reference::log_softmax(logits, log_softmax_);
-    logprob.emplace();
-    const auto count = static_cast<size_t>(std::min<int64_t>(request_.top_logprobs, static_cast<int64_t>(logits.size())));
-    order_.resize(logits.size());
-    for (size_t i = 0; i < order_.size(); ++i) order_[i] = static_cast<int64_t>(i);
-    const auto better = [&](int64_t a, int64_t b) {  // ties to the lower id, as torch.topk
-      return log_softmax_[a] > log_softmax_[b] || (log_softmax_[a] == log_softmax_[b] && a < b);
-    };
-    std::partial_sort(order_.begin(), order_.begin() + static_cast<std::ptrdiff_t>(count), order_.end(), better);
-    for (size_t i = 0; i < count; ++i) logprob->top.emplace_back(order_[i], log_softmax_[order_[i]]);
+    logprob = log_softmax(logits);
   }
-  const int64_t selected = selector_.select(logits, history_);
+  const int64_t selected = selector_.select(logits, history_, request_.prompt.size());
   const int64_t token = ids.empty() ? selected : ids[static_cast<size_t>(selected)];
   if (logprob) logprob->logprob = log_softmax_[static_cast<size_t>(token)];
   take(token, std::move(logprob));

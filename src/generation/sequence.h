@@ -41,6 +41,9 @@ struct SequenceRequest {
   // The log-softmax of each chosen token and of the `top_logprobs` best at its step.
   bool logprobs = false;
   int64_t top_logprobs = 0;
+  // The same for every prompt token after the first (what evaluation harnesses score);
+  // the prompt is then prefilled in full, never from a cached prefix.
+  bool prompt_logprobs = false;
 };
 
 // One chosen token's log-probability and the best alternatives at its step (best first).
@@ -67,6 +70,8 @@ class Sequence {
     return std::span(history_).subspan(request_.prompt.size());
   }
   const std::vector<TokenLogprob>& logprobs() const { return logprobs_; }
+  // Of prompt tokens 1.. (request().prompt_logprobs), as far as prefilled.
+  const std::vector<TokenLogprob>& prompt_logprobs() const { return prompt_logprobs_; }
   const std::string& text() const { return text_; }
 
   // Tokens whose keys and values are in the cache: the next step feeds tokens()[cached()..].
@@ -91,9 +96,13 @@ class Sequence {
   // Picks the next token from this step's logits of its last token (the whole row
   // [vocab], or the candidates `ids` of the best logits when given) and takes it.
   void select_and_take(std::span<float> logits, std::span<const int32_t> ids = {});
+  // Scores prompt token `position` + 1 by the logits [vocab] of position `position`.
+  void score_prompt_token(std::span<const float> logits, int64_t position);
 
  private:
   void take(int64_t token, std::optional<TokenLogprob> logprob);
+  // The log-softmax of `logits` into log_softmax_, and the best top_logprobs of it.
+  TokenLogprob log_softmax(std::span<const float> logits);
 
   uint64_t id_;
   SequenceRequest request_;
@@ -104,7 +113,7 @@ class Sequence {
   TokenSelector selector_;
   std::unique_ptr<tokenizer::IncrementalDecoder> decoder_;
   std::string text_;
-  std::vector<TokenLogprob> logprobs_;
+  std::vector<TokenLogprob> logprobs_, prompt_logprobs_;
   std::vector<float> log_softmax_;  // scratch [vocab]
   std::vector<int64_t> order_;      // scratch [vocab]
   std::optional<FinishReason> finish_;

@@ -115,8 +115,9 @@ TEST_P(EngineTest, CompileAllLeavesNothingToCompile) {
                          .any_candidate_count = false});
   engine.compile_all();
   const int64_t compiled = runner.compiles();
-  // prefill {1, 2, 4}; decode {1, 2, 4}, greedy (candidates on the device) and not
-  EXPECT_EQ(compiled, backend_->compiles_graphs() ? 3 + 3 * 2 : 3 + 3);
+  // prefill {1, 2, 4} and one scoring every position; decode {1, 2, 4}, greedy
+  // (candidates on the device) and not
+  EXPECT_EQ(compiled, backend_->compiles_graphs() ? 4 + 3 * 2 : 4 + 3);
   for (int64_t i = 0; i < 9; ++i) engine.add(request(i, i % 2 == 1));
   while (!engine.idle()) engine.step();
   EXPECT_EQ(runner.compiles(), compiled);
@@ -194,7 +195,8 @@ TEST_P(EngineTest, ARequestBeyondTheSlotIsRefusedBeforeAnyWork) {
 }
 
 // Each token's logprob and the best alternatives equal a float64 log-softmax of the
-// model's logits at that position (from a separate forward over the same tokens).
+// model's logits at that position (from a separate forward over the same tokens), for the
+// generated tokens and for the prompt's (a 17-token prompt: two chunks).
 TEST_P(EngineTest, LogprobsAreTheModelsLogSoftmax) {
   StepRunner runner(*model_, *backend_);
   runner.set_execution({.compile = true, .prefill_chunk_size = 16});
@@ -203,6 +205,7 @@ TEST_P(EngineTest, LogprobsAreTheModelsLogSoftmax) {
   SequenceRequest r = request(3);
   r.logprobs = true;
   r.top_logprobs = 4;
+  r.prompt_logprobs = true;
   r.stop.max_new_tokens = 5;
   engine.add(r);
   engine.add(request(4));
@@ -219,21 +222,27 @@ TEST_P(EngineTest, LogprobsAreTheModelsLogSoftmax) {
   const std::vector<int64_t> tokens(sequence->tokens().begin(), sequence->tokens().end() - 1);
   const Tensor logits = check.forward(tokens, 0, /*all_positions=*/true);  // [tokens, vocab]
   const int64_t vocab = config_.vocab_size;
-  for (size_t k = 0; k < 5; ++k) {
-    const float* row = logits.data<float>() + (sequence->prompt_length() - 1 + static_cast<int64_t>(k)) * vocab;
+  const auto expect_log_softmax = [&](const TokenLogprob& got, int64_t position, int64_t token) {
+    const float* row = logits.data<float>() + position * vocab;
     double maximum = -INFINITY, sum = 0;
     for (int64_t v = 0; v < vocab; ++v) maximum = std::max<double>(maximum, row[v]);
     for (int64_t v = 0; v < vocab; ++v) sum += std::exp(row[v] - maximum);
     const auto log_probability = [&](int64_t v) { return row[v] - maximum - std::log(sum); };
-    const TokenLogprob& got = sequence->logprobs()[k];
-    EXPECT_NEAR(got.logprob, log_probability(sequence->generated()[k]), 1e-4) << "token " << k;
+    EXPECT_NEAR(got.logprob, log_probability(token), 1e-4) << "position " << position;
     ASSERT_EQ(got.top.size(), 4u);
-    EXPECT_EQ(got.top[0].first, sequence->generated()[k]) << "greedy takes the best";
     for (size_t j = 0; j < got.top.size(); ++j) {
       EXPECT_NEAR(got.top[j].second, log_probability(got.top[j].first), 1e-4);
       if (j > 0) EXPECT_LE(got.top[j].second, got.top[j - 1].second);
     }
+  };
+  for (size_t k = 0; k < 5; ++k) {
+    const TokenLogprob& got = sequence->logprobs()[k];
+    expect_log_softmax(got, sequence->prompt_length() - 1 + static_cast<int64_t>(k), sequence->generated()[k]);
+    EXPECT_EQ(got.top.at(0).first, sequence->generated()[k]) << "greedy takes the best";
   }
+  ASSERT_EQ(sequence->prompt_logprobs().size(), static_cast<size_t>(sequence->prompt_length() - 1));
+  for (int64_t p = 0; p + 1 < sequence->prompt_length(); ++p)
+    expect_log_softmax(sequence->prompt_logprobs()[static_cast<size_t>(p)], p, sequence->tokens()[p + 1]);
 }
 
 std::vector<std::string> available_backends() {

@@ -22,6 +22,21 @@ TEST(RepetitionPenalty, DividesPositiveAndMultipliesNegativeScoresOnce) {
   EXPECT_EQ(logits, (std::vector<float>{1.0f, -2.0f, 0.5f, 3.0f}));
 }
 
+// OpenAI's definition: each generated occurrence costs frequency, any occurrence presence
+// once; the prompt's tokens are not counted.
+TEST(PresenceFrequencyPenalty, SubtractsPerOccurrenceAndOncePerToken) {
+  std::vector<float> logits{2.0f, -1.0f, 0.5f, 3.0f};
+  std::vector<int64_t> scratch, generated{3, 0, 3, 3};
+  apply_presence_frequency_penalty(logits, generated, 0.5f, 0.25f, scratch);
+  EXPECT_EQ(logits, (std::vector<float>{2.0f - 0.75f, -1.0f, 0.5f, 3.0f - 1.25f}));
+  TokenSelector greedy({.do_sample = false, .presence_penalty = 2.0f}, 0);
+  std::vector<float> row{1.0f, 2.0f, 1.5f};
+  const std::vector<int64_t> history{1, 1, 0};  // prompt {1, 1}, generated {0}
+  EXPECT_EQ(greedy.select(row, history, 2), 1) << "the prompt's token 1 is not penalized";
+  row = {1.0f, 2.0f, 1.5f};
+  EXPECT_EQ(greedy.select(row, history, 0), 2) << "counted as generated, token 1 drops below token 2";
+}
+
 TEST(Temperature, ScalesLogits) {
   std::vector<float> logits{1.0f, -2.0f};
   apply_temperature(logits, 0.5f);
