@@ -1,5 +1,5 @@
 #pragma once
-// What the public handles hold. Only src/api and src/cli include this.
+// What the public handles hold. Only src/api, src/server and src/cli include this.
 
 #include <shardlm/auto_model.h>
 #include <shardlm/auto_tokenizer.h>

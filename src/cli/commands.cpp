@@ -12,6 +12,7 @@ void add_commands(CLI::App& app) {
   add_devices_command(app);
   add_download_command(app);
   add_chat_command(app);
+  add_serve_command(app);
   add_tokenize_command(app);
   add_bench_command(app);
   add_quantize_command(app);

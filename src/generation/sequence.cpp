@@ -43,7 +43,7 @@ Sequence::Sequence(uint64_t id, SequenceRequest request, SequenceCallback on_tok
   SHARDLM_CHECK(request_.stop.stop_strings.empty() || request_.tokenizer, "stop strings need a tokenizer");
   history_.reserve(request_.prompt.size() + static_cast<size_t>(request_.stop.max_new_tokens));
   if (request_.tokenizer) {
-    decoder_ = std::make_unique<tokenizer::IncrementalDecoder>(*request_.tokenizer, /*skip_special_tokens=*/true);
+    decoder_ = std::make_unique<tokenizer::IncrementalDecoder>(*request_.tokenizer, request_.skip_special_tokens);
     // The prompt primes the decoder, so the first new token gets its leading space right.
     for (int64_t id : request_.prompt) decoder_->push(static_cast<int32_t>(id));
   }

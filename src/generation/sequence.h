@@ -38,6 +38,7 @@ struct SequenceRequest {
   StopRules stop{};
   // Streamed text and stop strings; null: neither.
   const tokenizer::Tokenizer* tokenizer = nullptr;
+  bool skip_special_tokens = true;  // in the streamed text
   // The log-softmax of each chosen token and of the `top_logprobs` best at its step.
   bool logprobs = false;
   int64_t top_logprobs = 0;
