@@ -1,11 +1,11 @@
 #include "server/http_server.h"
 
 #include <httplib.h>
-#include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <atomic>
 #include <thread>
 
@@ -42,6 +42,13 @@ std::vector<int64_t> powers_of_two_to(int64_t limit) {
   for (int64_t b = 1; b < limit; b *= 2) buckets.push_back(b);
   buckets.push_back(limit);
   return buckets;
+}
+
+int signal_pipe[2] = {-1, -1};
+
+void on_signal(int number) {
+  const char byte = static_cast<char>(number);
+  [[maybe_unused]] const ssize_t written = write(signal_pipe[1], &byte, 1);  // async-signal-safe
 }
 
 void answer_error(httplib::Response& response, const ApiError& error, Metrics& metrics) {
@@ -193,12 +200,6 @@ void serve(AutoModelForCausalLM& model, const AutoTokenizer* tokenizer, const Se
       .vocab_size = config.vocab_size,
       .max_model_len = max_model_len};
 
-  // SIGINT and SIGTERM go to one thread that shuts down; every other thread blocks them.
-  sigset_t signals;
-  sigemptyset(&signals);
-  for (int s : {SIGINT, SIGTERM, SIGUSR1}) sigaddset(&signals, s);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-
   httplib::Server http;
   const auto threads = static_cast<size_t>(std::min<int64_t>(1024, 2 * (slots + options.max_waiting) + 8));
   http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
@@ -211,11 +212,20 @@ void serve(AutoModelForCausalLM& model, const AutoTokenizer* tokenizer, const Se
     fail("cannot listen on ", options.host, ":", options.port,
          ": the address is in use or not this machine's (choose another with --host / --port)");
 
+  // SIGINT and SIGTERM (to whichever thread: the backend's threads exist already) write to
+  // a pipe that one thread waits on, which shuts down; the listener's end writes 0.
+  SHARDLM_CHECK(pipe(signal_pipe) == 0, "serve: cannot make a pipe for signals");
+  struct sigaction action{};
+  action.sa_handler = on_signal;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
   std::atomic<bool> stopping{false};
   std::thread waiter([&] {
-    int received = 0;
-    sigwait(&signals, &received);
-    if (received != SIGUSR1) log::notice(str_cat("signal ", received, ": finishing what runs, taking no new requests"));
+    char received = 0;
+    while (read(signal_pipe[0], &received, 1) < 0 && errno == EINTR) {
+    }
+    if (received != 0) log::notice(str_cat("signal ", int{received}, ": finishing what runs, taking no new requests"));
     stopping = true;
     const int64_t cancelled = engine.drain(options.shutdown_grace);
     if (cancelled > 0) log::warning(str_cat("cancelled ", cancelled, " sequences still running after the grace period"));
@@ -224,8 +234,15 @@ void serve(AutoModelForCausalLM& model, const AutoTokenizer* tokenizer, const Se
   log::notice(str_cat("serving ", options.served_model_name, " on http://", options.host, ":", port));
   if (on_listening) on_listening(port);
   http.listen_after_bind();
-  if (!stopping) pthread_kill(waiter.native_handle(), SIGUSR1);
+  if (!stopping) {
+    const char end = 0;
+    [[maybe_unused]] const ssize_t written = write(signal_pipe[1], &end, 1);
+  }
   waiter.join();
+  signal(SIGINT, SIG_DFL);
+  signal(SIGTERM, SIG_DFL);
+  close(signal_pipe[0]);
+  close(signal_pipe[1]);
   log::notice("server stopped");
 }
 

@@ -232,7 +232,9 @@ TEST_P(EngineTest, LogprobsAreTheModelsLogSoftmax) {
     ASSERT_EQ(got.top.size(), 4u);
     for (size_t j = 0; j < got.top.size(); ++j) {
       EXPECT_NEAR(got.top[j].second, log_probability(got.top[j].first), 1e-4);
-      if (j > 0) EXPECT_LE(got.top[j].second, got.top[j - 1].second);
+      if (j > 0) {
+        EXPECT_LE(got.top[j].second, got.top[j - 1].second);
+      }
     }
   };
   for (size_t k = 0; k < 5; ++k) {
