@@ -4,11 +4,12 @@ file that llama.cpp loads, for bench/llama_cpp_side_by_side.sh: the same weights
 for bytes, in both runtimes.
 
     pip install gguf numpy          # by hand: CI never runs this
-    python3 bench/llama_cpp_gguf.py MODEL_DIR OUT.gguf
+    python3 bench/llama_cpp_gguf.py MODEL_DIR OUT.gguf [TOKENIZER_JSON]
 
 Written here rather than with llama.cpp's convert_hf_to_gguf.py, which needs torch and a
 tokenizer: the bench model has none, and llama-bench feeds random token ids, so the file
-declares no vocabulary ("none") beyond its size. Matrices stay bf16 as stored; 1-D norm
+declares no vocabulary ("none") beyond its size, unless a Qwen3 tokenizer.json is given
+(llama-server, bench/serve_side_by_side.sh, decodes what it streams). Matrices stay bf16 as stored; 1-D norm
 weights become f32, as llama.cpp's own converter writes them (its CPU add/mul kernels do
 not take bf16 operands). llama-quantize makes the F16 and Q8_0 files from this one.
 """
@@ -54,9 +55,39 @@ def read_safetensors(path):
     return data, tensors
 
 
+def add_vocabulary(writer, tokenizer_path, vocab_size):
+    """A Qwen2-family byte-level BPE vocabulary from tokenizer.json, as llama.cpp's converter
+    writes it: every id up to vocab_size (unused ids as [PADn]), merges, token types."""
+    with open(tokenizer_path) as f:
+        tokenizer = json.load(f)
+    model = tokenizer["model"]
+    if model.get("type") != "BPE":
+        sys.exit(f"{tokenizer_path}: a BPE tokenizer is needed, not {model.get('type')}")
+    tokens = [f"[PAD{i}]" for i in range(vocab_size)]
+    types = [gguf.TokenType.UNUSED] * vocab_size
+    for token, index in model["vocab"].items():
+        if index < vocab_size:
+            tokens[index], types[index] = token, gguf.TokenType.NORMAL
+    for added in tokenizer.get("added_tokens", []):
+        if added["id"] < vocab_size:
+            tokens[added["id"]] = added["content"]
+            types[added["id"]] = gguf.TokenType.CONTROL if added["special"] else gguf.TokenType.USER_DEFINED
+    merges = [m if isinstance(m, str) else " ".join(m) for m in model["merges"]]
+    writer.add_tokenizer_model("gpt2")
+    writer.add_tokenizer_pre("qwen2")
+    writer.add_token_list(tokens)
+    writer.add_token_types(types)
+    writer.add_token_merges(merges)
+    writer.add_add_bos_token(False)
+    specials = {a["content"]: a["id"] for a in tokenizer.get("added_tokens", [])}
+    if "<|endoftext|>" in specials:
+        writer.add_eos_token_id(specials["<|endoftext|>"])
+        writer.add_pad_token_id(specials["<|endoftext|>"])
+
+
 def main():
-    if len(sys.argv) != 3:
-        sys.exit("usage: llama_cpp_gguf.py MODEL_DIR OUT.gguf")
+    if len(sys.argv) not in (3, 4):
+        sys.exit("usage: llama_cpp_gguf.py MODEL_DIR OUT.gguf [TOKENIZER_JSON]")
     model_dir, output = sys.argv[1], sys.argv[2]
     for name in ("config.json", "model.safetensors"):
         if not os.path.isfile(f"{model_dir}/{name}"):
@@ -78,7 +109,10 @@ def main():
     writer.add_value_length(config["head_dim"])
     writer.add_layer_norm_rms_eps(config["rms_norm_eps"])
     writer.add_rope_freq_base(config["rope_theta"])
-    writer.add_tokenizer_model("none")
+    if len(sys.argv) == 4:  # llama-server detokenizes what it streams: it needs the vocabulary
+        add_vocabulary(writer, sys.argv[3], config["vocab_size"])
+    else:
+        writer.add_tokenizer_model("none")
     writer.add_vocab_size(config["vocab_size"])
     writer.add_file_type(gguf.LlamaFileType.MOSTLY_BF16)
 

@@ -9,7 +9,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../build-sanitize/fuzz" || { echo "build build-sanitize first (scripts/sanitize.sh)" >&2; exit 1; }
 seconds=${1:-600}
 jobs=${2:-2}
-harnesses=(safetensors encode tokenizer_json chat_template config decode safetensors_index cli)
+harnesses=(safetensors encode tokenizer_json chat_template config decode safetensors_index cli request)
 mkdir -p long/findings
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 run() {

@@ -1,5 +1,7 @@
 // `shardlm launch`: starts one process per device through Open MPI's mpirun, so that
 // `shardlm launch --nproc-per-node 4 -- shardlm generate --tp-size 4 ...` is all a user types.
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -57,6 +59,40 @@ std::vector<std::string> mpirun_command(const LaunchArguments& args) {
   return command;
 }
 
+bool serves(const std::vector<std::string>& command) {
+  return command.size() > 1 && command[1] == "serve" &&
+         (command[0] == "shardlm" || command[0].ends_with("/shardlm"));
+}
+
+pid_t mpirun_pid = -1;
+
+void forward_as_drain(int) {
+  if (mpirun_pid > 0) ::kill(mpirun_pid, SIGUSR1);  // async-signal-safe
+}
+
+// mpirun ends the whole job at SIGINT or SIGTERM, so a server would lose what runs.
+// Instead, launch turns them into SIGUSR1, which mpirun passes to every rank untouched:
+// rank 0 drains and then releases the others, and mpirun's status is the job's.
+int run_server_job(std::vector<char*>& argv) {
+  mpirun_pid = ::fork();
+  SHARDLM_CHECK(mpirun_pid >= 0, "launch: cannot fork: ", std::strerror(errno));
+  if (mpirun_pid == 0) {
+    ::execvp(argv[0], argv.data());
+    std::cerr << "shardlm launch: cannot start '" << argv[0] << "': " << std::strerror(errno)
+              << ". Install Open MPI (apt-get install openmpi-bin) or pass --mpirun PATH\n";
+    ::_exit(127);
+  }
+  struct sigaction action{};
+  action.sa_handler = forward_as_drain;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+  int status = 0;
+  while (::waitpid(mpirun_pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
 void run_launch(const LaunchArguments& args) {
   if (args.command.empty())
     fail("launch needs the command to start after `--`, e.g. shardlm launch --nproc-per-node 2 -- shardlm generate "
@@ -76,6 +112,7 @@ void run_launch(const LaunchArguments& args) {
   std::vector<char*> argv;
   for (const std::string& part : command) argv.push_back(const_cast<char*>(part.c_str()));
   argv.push_back(nullptr);
+  if (serves(args.command)) std::exit(run_server_job(argv));
   ::execvp(argv[0], argv.data());
   fail("cannot start '", args.mpirun, "': ", std::strerror(errno),
        ". Install Open MPI (apt-get install openmpi-bin) or pass --mpirun PATH");
@@ -112,7 +149,8 @@ void add_launch_command(CLI::App& app) {
       "Start a tensor-parallel job: one process per device through Open MPI's mpirun. Each process sees its rank "
       "and local rank (its device) from mpirun; give the command the same --tp-size.\n"
       "  shardlm launch --nproc-per-node 2 -- shardlm generate --tp-size 2 --prompt \"Once upon a time\"\n"
-      "A plain `mpirun -np 2 shardlm generate --tp-size 2 ...` works too.");
+      "A plain `mpirun -np 2 shardlm generate --tp-size 2 ...` works too.\n"
+      "For `serve`, SIGINT and SIGTERM reach the ranks as SIGUSR1: the server finishes what runs, then exits.");
   command->add_option("--nproc-per-node", args->nproc_per_node, "Processes on each host (one per device)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();

@@ -19,7 +19,6 @@ struct ServeArguments {
 };
 
 void run_serve(ServeArguments& args) {
-  if (args.model.tp_size > 1) fail("serve: tensor parallelism (--tp-size ", args.model.tp_size, ") is not served yet; run one process");
   LoadedModel loaded = load_model(args.model);
   if (args.serve.served_model_name.empty()) args.serve.served_model_name = args.model.model;
   args.serve.shutdown_grace = std::chrono::milliseconds(static_cast<int64_t>(args.shutdown_grace_s * 1000));
@@ -39,7 +38,9 @@ void add_serve_command(CLI::App& app) {
       "Serve the model over the OpenAI API: POST /v1/completions, POST /v1/chat/completions,\n"
       "GET /v1/models, GET /health, GET /metrics (Prometheus). Requests share the model through\n"
       "continuous batching over a fixed number of sequence slots; every step shape is compiled\n"
-      "before the port opens. SIGINT/SIGTERM: stop taking requests, finish what runs, exit.");
+      "before the port opens. SIGINT/SIGTERM: stop taking requests, finish what runs, exit.\n"
+      "Tensor parallel: shardlm launch --nproc-per-node 2 -- shardlm serve --tp-size 2 --model DIR\n"
+      "(rank 0 serves and plans every step; the other ranks follow).");
   add_model_options(*command, args->model);
   server::ServeOptions& o = args->serve;
   command->add_option("--host", o.host, "Address to listen on")->capture_default_str();

@@ -35,6 +35,12 @@ void StepRunner::prepare_cache(int64_t slots, int64_t max_cache_len) {
   // Executables bind the cache's tensors: they go with it.
   compiled_.clear();
   eager_.clear();
+  if (leading_) {
+    graph::CompileKey size;
+    size.slots = slots;
+    size.max_cache_len = max_cache_len;
+    send_plan(PlanCommand::cache, size);
+  }
   cache_ = {};
   cache_ = model_.allocate_cache(backend_, slots, max_cache_len);
 }
@@ -57,6 +63,7 @@ graph::CompileKey StepRunner::key_for(const char* phase, int64_t batch, int64_t 
 
 StepBuffers StepRunner::make_buffers(const graph::CompileKey& key) const {
   StepBuffers step;
+  step.key = key;
   step.host_ids = Tensor::zeros({key.batch, key.tokens_per_step}, DType::i32);
   step.host_positions = Tensor::zeros({key.batch, key.tokens_per_step}, DType::i32);
   step.host_cache_rows = Tensor::zeros({key.batch}, DType::i32);
@@ -81,6 +88,7 @@ StepBuffers& StepRunner::buffers(const char* phase, int64_t batch, int64_t token
     return found->second;
   }
   return compiled_.get(key, [&] {
+    if (leading_) send_plan(PlanCommand::compile, key);
     StepBuffers step = make_buffers(key);
     graph::Builder builder(backend_, graph::BuildMode::record);
     step.logits = model_.forward(builder, {step.ids, step.positions, step.cache_rows, step.rows}, cache_);
@@ -95,6 +103,12 @@ StepBuffers& StepRunner::buffers(const char* phase, int64_t batch, int64_t token
 }
 
 const Tensor& StepRunner::run_on_device(StepBuffers& step) {
+  if (leading_) {
+    send_plan(PlanCommand::run, step.key);
+    parallel::ProcessGroup& group = model_.process_group();
+    for (const Tensor* input : {&step.host_ids, &step.host_positions, &step.host_cache_rows, &step.host_rows})
+      group.broadcast(*input, 0);
+  }
   backend_.copy_from_host(step.host_ids, step.ids);
   backend_.copy_from_host(step.host_positions, step.positions);
   backend_.copy_from_host(step.host_cache_rows, step.cache_rows);

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <string>
 #include <optional>
 #include <span>
 
@@ -30,6 +31,7 @@ struct ExecutionOptions {
 // Fixed-shape buffers of one step shape, reused across steps. The caller writes the host
 // inputs, runs the step, and reads the host outputs.
 struct StepBuffers {
+  graph::CompileKey key;
   // i32 [batch, tokens], [batch, tokens] (negative: padding), [batch], [logit_rows]
   Tensor host_ids, host_positions, host_cache_rows, host_rows;
   Tensor ids, positions, cache_rows, rows;  // the same on the device
@@ -87,7 +89,19 @@ class StepRunner {
   // Activation arena bytes of every cached executable.
   size_t arena_bytes() const;
 
+  // Tensor parallelism where one rank decides every step (a server): after lead(), this
+  // runner (rank 0) sends each cache allocation, compile and step (its shape and host
+  // inputs) over the model's process group before doing it, and the runners of the other
+  // ranks, in follow(), do the same until release_followers(). Sampling stays on rank 0:
+  // every rank computes the same logits. A follower's failure ends the whole job.
+  void lead();
+  void follow();
+  void release_followers();
+
  private:
+  enum class PlanCommand : int32_t { stop = 1, cache = 2, compile = 3, run = 4 };
+  // Sends a command and a step shape (compile, run) or cache size (cache) to the followers.
+  void send_plan(PlanCommand command, const graph::CompileKey& key);
   graph::CompileKey key_for(const char* phase, int64_t batch, int64_t tokens, int64_t logit_rows,
                             int64_t candidates) const;
   StepBuffers make_buffers(const graph::CompileKey& key) const;
@@ -100,6 +114,8 @@ class StepRunner {
   models::StaticCache cache_;
   graph::CompileCache<StepBuffers> compiled_;
   std::map<graph::CompileKey, StepBuffers> eager_;
+  bool leading_ = false;
+  Tensor plan_;  // i32 [7]: command, then the fields of send_plan's key
 };
 
 }  // namespace shardlm::generation

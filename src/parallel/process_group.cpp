@@ -62,7 +62,8 @@ class MpiProcessGroup final : public ProcessGroup {
     MPI_Initialized(&initialized);
     if (!initialized) {
       int provided = 0;
-      check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+      // Serialized: a server's engine thread makes the collectives its main thread began.
+      check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided), "MPI_Init_thread");
       std::atexit(finalize_mpi);
     }
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);

@@ -161,12 +161,26 @@ void add_routes(httplib::Server& http, Api& api, ServingEngine& engine, Metrics&
   });
 }
 
+// A rank above 0 of a tensor-parallel server runs the steps rank 0 plans until it stops.
+// Signals are rank 0's to act on (mpirun may pass them to every rank): rank 0 drains and
+// then releases the others.
+void follow(const models::CausalLM& model, backends::Backend& backend) {
+  signal(SIGINT, SIG_IGN);
+  signal(SIGTERM, SIG_IGN);
+  signal(SIGUSR1, SIG_IGN);
+  log::info(str_cat("rank ", model.tp_rank(), " follows rank 0's step plan"));
+  generation::StepRunner runner(model, backend);
+  runner.follow();
+  log::info(str_cat("rank ", model.tp_rank(), " released"));
+}
+
 }  // namespace
 
 void serve(AutoModelForCausalLM& model, const AutoTokenizer* tokenizer, const ServeOptions& options,
            const std::function<void(int port)>& on_listening) {
   AutoModelForCausalLM::Impl& impl = detail::Access::impl(model);
   const io::ModelConfig& config = impl.config;
+  if (impl.model->tp_rank() != 0) return follow(*impl.model, *impl.backend);
   const int64_t max_model_len =
       options.max_model_len ? options.max_model_len : std::min(config.max_position_embeddings, default_max_model_len);
   SHARDLM_CHECK(max_model_len > 0 && max_model_len <= config.max_position_embeddings, "--max-model-len ",
@@ -179,6 +193,7 @@ void serve(AutoModelForCausalLM& model, const AutoTokenizer* tokenizer, const Se
   SHARDLM_CHECK(budget >= chunk, "--max-num-batched-tokens (", budget, ") must hold one prefill chunk (", chunk, ")");
 
   generation::StepRunner runner(*impl.model, *impl.backend);
+  runner.lead();
   runner.set_execution({.compile = true, .prefill_chunk_size = chunk});
   runner.prepare_cache(slots, max_model_len);
   const generation::EngineOptions engine_options{
@@ -220,6 +235,7 @@ void serve(AutoModelForCausalLM& model, const AutoTokenizer* tokenizer, const Se
   sigemptyset(&action.sa_mask);
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
+  sigaction(SIGUSR1, &action, nullptr);  // what `shardlm launch` passes on for them
   std::atomic<bool> stopping{false};
   std::thread waiter([&] {
     char received = 0;
@@ -239,8 +255,10 @@ void serve(AutoModelForCausalLM& model, const AutoTokenizer* tokenizer, const Se
     [[maybe_unused]] const ssize_t written = write(signal_pipe[1], &end, 1);
   }
   waiter.join();
+  runner.release_followers();
   signal(SIGINT, SIG_DFL);
   signal(SIGTERM, SIG_DFL);
+  signal(SIGUSR1, SIG_DFL);
   close(signal_pipe[0]);
   close(signal_pipe[1]);
   log::notice("server stopped");

@@ -2,8 +2,8 @@
 // `shardlm serve`: the OpenAI API over HTTP (cpp-httplib) in front of the serving engine.
 // POST /v1/completions, POST /v1/chat/completions, GET /v1/models, GET /health,
 // GET /metrics. Every step shape is compiled before the port opens, so serving never
-// compiles. SIGINT or SIGTERM: stop taking requests, let what runs finish (or cancel it
-// after the grace period), close, return.
+// compiles. SIGINT, SIGTERM or SIGUSR1 (what `shardlm launch` passes to the ranks): stop
+// taking requests, let what runs finish (or cancel it after the grace period), close, return.
 
 #include <chrono>
 #include <cstdint>

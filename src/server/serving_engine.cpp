@@ -193,6 +193,9 @@ void ServingEngine::loop() {
     } catch (const Error& error) {
       // Every sequence shares the failed step: all of them fail, and the server says so.
       log::write(log::Level::error, str_cat("engine step failed: ", error.what()));
+      // The other ranks of a tensor-parallel server wait for the next step: end the job.
+      parallel::ProcessGroup& group = runner_.model().process_group();
+      if (group.size() > 1) group.abort(str_cat("rank 0's engine step failed: ", error.what()));
       std::lock_guard lock(mutex_);
       failure_ = error.what();
       for (auto& [id, owner] : owners_) owner.stream->fail(failure_);

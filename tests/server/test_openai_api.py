@@ -22,8 +22,8 @@ MODEL = os.environ["SHARDLM_SERVE_MODEL"]
 
 
 class Server:
-    def __init__(self, *flags):
-        self.process = subprocess.Popen([SHARDLM, "serve", "--model", MODEL, "--served-model-name", "tiny",
+    def __init__(self, *flags, launch=()):
+        self.process = subprocess.Popen([*launch, SHARDLM, "serve", "--model", MODEL, "--served-model-name", "tiny",
                                          "--port", "0", *flags],
                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         line = self.process.stdout.readline()
@@ -275,3 +275,85 @@ def test_sigterm_lets_running_requests_finish_then_exits():
     assert s.process.wait(timeout=60) == 0
     status, _, text = result["response"]
     assert status == 200 and json.loads(text)["usage"]["completion_tokens"] == 400
+
+
+# Tensor parallelism: `shardlm launch` starts two ranks over Open MPI; rank 0 serves and
+# plans every step, rank 1 follows.
+TP_LAUNCH = (SHARDLM, "launch", "--nproc-per-node", "2", "--")
+
+
+def ranks_of(launcher_pid):
+    """The pids of a launcher's MPI ranks (its descendants), by OMPI_COMM_WORLD_RANK."""
+    parents, environs = {}, {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = open(f"/proc/{entry}/stat").read()
+            environs[int(entry)] = open(f"/proc/{entry}/environ", "rb").read().split(b"\0")
+        except OSError:
+            continue
+        parents[int(entry)] = int(stat.rsplit(")", 1)[1].split()[1])
+
+    def descends(pid):
+        while pid in parents and pid > 1:
+            pid = parents[pid]
+            if pid == launcher_pid:
+                return True
+        return False
+
+    return {int(v.split(b"=")[1]): pid for pid, environ in environs.items() if descends(pid)
+            for v in environ if v.startswith(b"OMPI_COMM_WORLD_RANK=")}
+
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+        return not open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, FileNotFoundError):
+        return False
+
+
+def test_tensor_parallel_server_equals_tp1_and_stops_cleanly():
+    s = Server("--tp-size", "2", "--max-num-seqs", "4", "--max-model-len", "1024", launch=TP_LAUNCH)
+    ranks = ranks_of(s.process.pid)
+    assert sorted(ranks) == [0, 1], ranks
+    prompts = [[785, 6722, 315, 9625, 374], [(t * 7) % 150000 + 3 for t in range(70)], [11, 12], [400] * 33]
+    expected = [generate_ids(p, 10 + i) for i, p in enumerate(prompts)]
+    results = [None] * len(prompts)
+
+    def run(i):
+        got = s.client.completions.create(model="tiny", prompt=prompts[i], max_tokens=10 + i, temperature=0)
+        results[i] = got.choices[0].text
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(prompts))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == [e["text"] for e in expected]
+    streamed = s.client.completions.create(model="tiny", prompt=prompts[0], max_tokens=10, temperature=0, stream=True)
+    assert "".join(c.choices[0].text for c in streamed if c.choices) == expected[0]["text"]
+    assert s.stop() == 0
+    assert not any(alive(pid) for pid in ranks.values())
+
+
+def test_tensor_parallel_server_ends_when_a_rank_is_killed():
+    s = Server("--tp-size", "2", "--max-num-seqs", "2", "--max-model-len", "2048", launch=TP_LAUNCH)
+    ranks = ranks_of(s.process.pid)
+    worker = threading.Thread(target=lambda: s.request("POST", "/v1/completions",
+                                                      {"prompt": [1, 2], "max_tokens": 1500, "ignore_eos": True}))
+    worker.daemon = True
+    worker.start()
+    deadline = time.time() + 10
+    while s.metrics()["shardlm_num_requests_running"] < 1 and time.time() < deadline:
+        time.sleep(0.02)
+    start = time.time()
+    os.kill(ranks[1], signal.SIGKILL)
+    status = s.process.wait(timeout=30)
+    took = time.time() - start
+    stderr = s.process.stderr.read()
+    print(f"the job ended {took:.1f} s after rank 1 was killed, status {status}")
+    assert status != 0
+    assert "rank 1" in stderr, stderr[-2000:]
+    assert not any(alive(pid) for pid in ranks.values())
