@@ -66,8 +66,9 @@ bool serves(const std::vector<std::string>& command) {
 
 pid_t mpirun_pid = -1;
 
-void forward_as_drain(int) {
-  if (mpirun_pid > 0) ::kill(mpirun_pid, SIGUSR1);  // async-signal-safe
+void forward_as_drain(int number) {
+  // async-signal-safe; a hang-up leaves no one to drain for: the job ends
+  if (mpirun_pid > 0) ::kill(mpirun_pid, number == SIGHUP ? SIGTERM : SIGUSR1);
 }
 
 // mpirun ends the whole job at SIGINT or SIGTERM, so a server would lose what runs.
@@ -77,6 +78,7 @@ int run_server_job(std::vector<char*>& argv) {
   mpirun_pid = ::fork();
   SHARDLM_CHECK(mpirun_pid >= 0, "launch: cannot fork: ", std::strerror(errno));
   if (mpirun_pid == 0) {
+    ::setpgid(0, 0);  // a terminal's Ctrl-C reaches launch alone, which passes it on as SIGUSR1
     ::execvp(argv[0], argv.data());
     std::cerr << "shardlm launch: cannot start '" << argv[0] << "': " << std::strerror(errno)
               << ". Install Open MPI (apt-get install openmpi-bin) or pass --mpirun PATH\n";
@@ -87,6 +89,7 @@ int run_server_job(std::vector<char*>& argv) {
   sigemptyset(&action.sa_mask);
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
+  sigaction(SIGHUP, &action, nullptr);
   int status = 0;
   while (::waitpid(mpirun_pid, &status, 0) < 0 && errno == EINTR) {
   }

@@ -162,11 +162,11 @@ void add_routes(httplib::Server& http, Api& api, ServingEngine& engine, Metrics&
 }
 
 // A rank above 0 of a tensor-parallel server runs the steps rank 0 plans until it stops.
-// Signals are rank 0's to act on (mpirun may pass them to every rank): rank 0 drains and
-// then releases the others.
+// SIGINT (a terminal's) and SIGUSR1 (what `shardlm launch` passes to every rank) are rank
+// 0's to act on: it drains and then releases the others. SIGTERM still ends a follower:
+// mpirun sends it when it ends the job, and a follower left behind would wait forever.
 void follow(const models::CausalLM& model, backends::Backend& backend) {
   signal(SIGINT, SIG_IGN);
-  signal(SIGTERM, SIG_IGN);
   signal(SIGUSR1, SIG_IGN);
   log::info(str_cat("rank ", model.tp_rank(), " follows rank 0's step plan"));
   generation::StepRunner runner(model, backend);

@@ -341,9 +341,16 @@ def test_tensor_parallel_server_equals_tp1_and_stops_cleanly():
 def test_tensor_parallel_server_ends_when_a_rank_is_killed():
     s = Server("--tp-size", "2", "--max-num-seqs", "2", "--max-model-len", "2048", launch=TP_LAUNCH)
     ranks = ranks_of(s.process.pid)
-    worker = threading.Thread(target=lambda: s.request("POST", "/v1/completions",
-                                                      {"prompt": [1, 2], "max_tokens": 1500, "ignore_eos": True}))
-    worker.daemon = True
+    outcome = {}
+
+    def long_request():
+        try:
+            outcome["response"] = s.request("POST", "/v1/completions",
+                                            {"prompt": [1, 2], "max_tokens": 1500, "ignore_eos": True})
+        except (OSError, http.client.HTTPException) as error:
+            outcome["error"] = error
+
+    worker = threading.Thread(target=long_request, daemon=True)
     worker.start()
     deadline = time.time() + 10
     while s.metrics()["shardlm_num_requests_running"] < 1 and time.time() < deadline:
@@ -356,4 +363,6 @@ def test_tensor_parallel_server_ends_when_a_rank_is_killed():
     print(f"the job ended {took:.1f} s after rank 1 was killed, status {status}")
     assert status != 0
     assert "rank 1" in stderr, stderr[-2000:]
+    worker.join(timeout=10)
+    assert "error" in outcome, outcome  # the client sees its connection drop, not a reply
     assert not any(alive(pid) for pid in ranks.values())
