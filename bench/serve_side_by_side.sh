@@ -5,6 +5,7 @@
 # prompts, 128 tokens out, concurrency 1, 4, 16, 64, the servers alternated), then the time
 # to first token of a 1,000-token prompt cold and sharing its prefix. Nothing here runs in CI.
 #   bash bench/serve_side_by_side.sh LLAMA_BIN [WORK_DIR (/tmp/shardlm-bench)] [SLOTS (16)] [CONCURRENCY]
+# SHARDLM_SERVE_ARGS: more flags for shardlm serve (e.g. --prefill-chunk-size 128).
 # LLAMA_BIN holds llama-server, built by hand as docs/PERFORMANCE.md says (with
 # -DLLAMA_BUILD_SERVER=ON); bench/llama_cpp_gguf.py needs Python's gguf and numpy.
 set -euo pipefail
@@ -32,7 +33,7 @@ fi
 # Positions per slot: a 1,000-token prompt and its answer fit.
 len=1536
 "$shardlm" serve --model "$served" --served-model-name bench --port 8100 --threads 2 --max-num-seqs "$slots" \
-  --max-model-len "$len" >"$work/shardlm-serve.out" 2>"$work/shardlm-serve.log" &
+  --max-model-len "$len" ${SHARDLM_SERVE_ARGS:-} >"$work/shardlm-serve.out" 2>"$work/shardlm-serve.log" &
 shardlm_pid=$!
 "$llama_bin/llama-server" -m "$gguf" --port 8101 -t 2 -tb 2 -np "$slots" -c $((slots * len)) \
   >"$work/llama-server.log" 2>&1 &
