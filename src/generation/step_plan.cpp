@@ -42,7 +42,8 @@ void StepRunner::send_plan(PlanCommand command, const graph::CompileKey& key) {
     plan[5] = static_cast<int32_t>(key.candidates);
     plan[6] = execution_.compile ? 1 : 0;
   }
-  model_.process_group().broadcast(plan_, 0);
+  // The follower posts a nonblocking broadcast, and MPI matches those only with their kind.
+  model_.process_group().broadcast_waiting(plan_, 0);
 }
 
 void StepRunner::release_followers() {
@@ -58,7 +59,7 @@ void StepRunner::follow() {
   const int32_t* plan = plan_.data<int32_t>();
   try {
     for (;;) {
-      group.broadcast(plan_, 0);
+      group.broadcast_waiting(plan_, 0);  // idle between requests: no core held
       const auto command = static_cast<PlanCommand>(plan[0]);
       if (command == PlanCommand::stop) return;
       if (command == PlanCommand::cache) {

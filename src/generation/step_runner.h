@@ -7,9 +7,9 @@
 
 #include <cstdint>
 #include <map>
-#include <string>
 #include <optional>
 #include <span>
+#include <string>
 
 #include "backends/backend.h"
 #include "graph/compile.h"

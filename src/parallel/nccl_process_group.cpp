@@ -99,6 +99,10 @@ class NcclProcessGroup final : public ProcessGroup {
                "ncclBroadcast");
     check_cuda(cudaStreamSynchronize(stream_), "broadcast");
   }
+  void broadcast_waiting(const Tensor& tensor, int root) override {
+    if (tensor.device().kind == DeviceKind::cpu) return bootstrap_->broadcast_waiting(tensor, root);
+    broadcast(tensor, root);
+  }
   void barrier() override {
     check_cuda(cudaStreamSynchronize(stream_), "barrier");
     bootstrap_->barrier();

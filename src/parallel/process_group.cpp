@@ -2,11 +2,13 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <mutex>
+#include <thread>
 
 #include "core/error.h"
 
@@ -124,6 +126,24 @@ class MpiProcessGroup final : public ProcessGroup {
   void broadcast(const Tensor& tensor, int root) override {
     check_mpi(MPI_Bcast(tensor.mutable_raw(), static_cast<int>(tensor.nbytes()), MPI_BYTE, root, MPI_COMM_WORLD),
               "MPI_Bcast");
+  }
+
+  void broadcast_waiting(const Tensor& tensor, int root) override {
+    MPI_Request request;
+    check_mpi(MPI_Ibcast(tensor.mutable_raw(), static_cast<int>(tensor.nbytes()), MPI_BYTE, root, MPI_COMM_WORLD,
+                         &request),
+              "MPI_Ibcast");
+    // Root's next step usually follows within a millisecond: spin that long, then back off
+    // to sleeps of at most a millisecond (the most a request's first step waits for us).
+    const auto start = std::chrono::steady_clock::now();
+    auto pause = std::chrono::microseconds(20);
+    for (int done = 0;;) {
+      check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+      if (done) return;
+      if (std::chrono::steady_clock::now() - start < std::chrono::milliseconds(2)) continue;
+      std::this_thread::sleep_for(pause);
+      pause = std::min(pause * 2, std::chrono::microseconds(1000));
+    }
   }
 
   void barrier() override { check_mpi(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }

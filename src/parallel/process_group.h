@@ -31,6 +31,11 @@ class ProcessGroup {
   virtual void all_gather_columns(const Tensor& local, const Tensor& out, const std::vector<int64_t>& counts) = 0;
   // Every rank ends with root's bytes of `tensor`.
   virtual void broadcast(const Tensor& tensor, int root) = 0;
+  // The same for a host tensor, on a rank that may wait long for root (a server's rank
+  // between requests): after a short spin it sleeps between polls, so an idle rank does
+  // not hold a core as MPI's own wait does. Every rank must call this form for the same
+  // broadcast: MPI does not match a nonblocking collective with a blocking one.
+  virtual void broadcast_waiting(const Tensor& tensor, int root) { broadcast(tensor, root); }
   virtual void barrier() = 0;
   // Collective: every rank passes its own failure (or nullopt) and gets back the first
   // failing rank's message prefixed by "rank N: ", or nullopt when all succeeded. An

@@ -4,6 +4,7 @@ The model is random-weight and Qwen3-shaped with the real Qwen3 tokenizer and ch
 template (run_api_tests.sh makes it), so greedy text is arbitrary but exact: every check
 compares two independent ways of getting the same tokens."""
 
+import contextlib
 import http.client
 import json
 import os
@@ -22,7 +23,7 @@ MODEL = os.environ["SHARDLM_SERVE_MODEL"]
 
 
 class Server:
-    def __init__(self, *flags, launch=()):
+    def __init__(self, *flags, launch=(), timeout=600):
         self.process = subprocess.Popen([*launch, SHARDLM, "serve", "--model", MODEL, "--served-model-name", "tiny",
                                          "--port", "0", *flags],
                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -30,7 +31,8 @@ class Server:
         match = re.match(r"listening on port (\d+)", line)
         assert match, f"no port: {line!r} {self.process.stderr.read()}"
         self.port = int(match.group(1))
-        self.client = openai.OpenAI(base_url=f"http://127.0.0.1:{self.port}/v1", api_key="none", max_retries=0)
+        self.client = openai.OpenAI(base_url=f"http://127.0.0.1:{self.port}/v1", api_key="none", max_retries=0,
+                                    timeout=timeout)
 
     def request(self, method, path, body=None, headers=None):
         connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
@@ -314,9 +316,26 @@ def alive(pid):
         return False
 
 
-def test_tensor_parallel_server_equals_tp1_and_stops_cleanly():
-    s = Server("--tp-size", "2", "--max-num-seqs", "4", "--max-model-len", "1024", launch=TP_LAUNCH)
+@contextlib.contextmanager
+def tp_server(*flags):
+    """A two-rank server; a failing test still leaves no rank behind to hold a core."""
+    s = Server("--tp-size", "2", *flags, launch=TP_LAUNCH, timeout=120)
     ranks = ranks_of(s.process.pid)
+    try:
+        yield s, ranks
+    finally:
+        for pid in ranks.values():
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+        s.process.wait(timeout=60)
+
+
+def test_tensor_parallel_server_equals_tp1_and_stops_cleanly():
+    with tp_server("--max-num-seqs", "4", "--max-model-len", "1024") as (s, ranks):
+        check_tensor_parallel_server(s, ranks)
+
+
+def check_tensor_parallel_server(s, ranks):
     assert sorted(ranks) == [0, 1], ranks
     prompts = [[785, 6722, 315, 9625, 374], [(t * 7) % 150000 + 3 for t in range(70)], [11, 12], [400] * 33]
     expected = [generate_ids(p, 10 + i) for i, p in enumerate(prompts)]
@@ -339,8 +358,11 @@ def test_tensor_parallel_server_equals_tp1_and_stops_cleanly():
 
 
 def test_tensor_parallel_server_ends_when_a_rank_is_killed():
-    s = Server("--tp-size", "2", "--max-num-seqs", "2", "--max-model-len", "2048", launch=TP_LAUNCH)
-    ranks = ranks_of(s.process.pid)
+    with tp_server("--max-num-seqs", "2", "--max-model-len", "2048") as (s, ranks):
+        check_job_ends_when_a_rank_is_killed(s, ranks)
+
+
+def check_job_ends_when_a_rank_is_killed(s, ranks):
     outcome = {}
 
     def long_request():
