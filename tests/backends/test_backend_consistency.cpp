@@ -79,11 +79,12 @@ class BackendConsistency : public ::testing::TestWithParam<std::string> {
 };
 
 // Widths 67 (no 8-wide loads fit), 264 (8-wide loads, then a tail) and 256 (whole
-// 32-element tiles); 1 and 7 rows take accelerators' vector kernels, 40 their matrix units.
+// 32-element tiles); 1 row takes the vector kernels, 7 and 20 the few-rows forms of a
+// decode step of several sequences (the AVX512-BF16 table's), 40 the matrix units.
 TEST_P(BackendConsistency, Linear) {
   for (DType dtype : {DType::f32, DType::bf16, DType::f16})
     for (int64_t in : {int64_t{67}, int64_t{264}, int64_t{256}})
-      for (int64_t rows : {int64_t{1}, int64_t{7}, int64_t{40}}) {
+      for (int64_t rows : {int64_t{1}, int64_t{7}, int64_t{20}, int64_t{40}}) {
         Tensor x = random_tensor({rows, in}, DType::f32, random_), w = random_tensor({45, in}, dtype, random_);
         Tensor bias = random_tensor({45}, DType::f32, random_);
         Tensor expected = Tensor::zeros({rows, 45}, DType::f32), actual = output({rows, 45});

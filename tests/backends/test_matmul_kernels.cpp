@@ -1,7 +1,8 @@
 // Every matmul table this CPU runs (portable, AVX2, AVX-512, AVX512-BF16, AMX), both entries, every
 // weight dtype, against the scalar reference linear. Shapes cover each loop's tail:
 // rows around the 4-row gemv and the 6- and 12-row micro-kernel tiles (12: the last
-// tile full, which the packed input's last column must not overrun), in past the
+// tile full, which the packed input's last column must not overrun), 17, 32 and 64 (the
+// AVX512-BF16 table's few-rows form: a lone row past its 4-row blocks, and its largest), in past the
 // 256-element k block (and the portable table's 1024-element chunk), a multiple of 16
 // and 32 or not (the bf16 gemvs read 32 or 16 at a time, then less), out past two
 // 128-column blocks and not a multiple of 16. Tolerance: 2e-5 of the largest output
@@ -39,7 +40,7 @@ struct Case {
 std::vector<Case> cases() {
   std::vector<Case> all;
   for (DType dtype : {DType::f32, DType::bf16, DType::f16, DType::i8})
-    for (int64_t rows : {1, 2, 3, 4, 5, 7, 12, 13, 100})
+    for (int64_t rows : {1, 2, 3, 4, 5, 7, 12, 13, 17, 32, 64, 100})
       for (int64_t in : {67, 88, 96, 544, 1056}) {  // 1056: two portable widening chunks
         if (dtype == DType::i8 && in % Tensor::quant_block) continue;
         for (int64_t out_features : {45, 290}) all.push_back({dtype, rows, in, out_features});

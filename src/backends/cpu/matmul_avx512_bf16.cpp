@@ -1,7 +1,8 @@
 // The AVX512-BF16 table (AMD Zen 4, Intel Cooper Lake and later): prefill over bf16
 // weights with VDPBF16PS, which multiplies 16 pairs of bf16 values and adds each
 // pair's two products to an f32 lane: twice the multiply-adds of an f32 FMA in one
-// instruction. Everything else (decode's gemv, f32, f16 and int8 weights, a row length
+// instruction; and decode steps of several sequences over bf16 weights the same way.
+// Everything else (decode's gemv of up to 4 rows, f32, f16 and int8 weights, a row length
 // that is not a multiple of 32) runs the AVX-512 table's kernels.
 //
 // As the AMX table (and llama.cpp, and transformers running a bf16 model), the
@@ -13,10 +14,18 @@
 // writes input tile t (rows [12t, 12t + 12), zero past the end) as [k block][tile][k
 // pair][12] 32-bit bf16 pairs; each 32-column weight panel is [k pair][32 columns] pairs,
 // sixteen weight rows' 64-byte runs transposed as 32-bit elements.
+//
+// Up to few_rows_max rows (a decode step of several sequences, a short prompt chunk) take
+// another form: the weight is read as it lies and each of its rows' k pairs meets each
+// input row's, x rounded to bf16 as [rows, in]; each (feature, row) sums in a vector of
+// its own, reduced at the end. There the panel form repacked every weight element for
+// only a few products each, which cost more than the products (docs/PERFORMANCE.md; the
+// two forms meet near 96 rows).
 #include <cpuid.h>
 #include <immintrin.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <utility>
 
@@ -31,6 +40,9 @@ constexpr int64_t panel_width = 32, k_block = 512, column_block = 128, run = 32;
 
 bool runs_on_pairs(DType weight_dtype, int64_t in) { return weight_dtype == DType::bf16 && in % run == 0; }
 
+constexpr int64_t few_rows_max = 64, prefetch_distance = 32;
+bool few_rows(int64_t rows) { return rows <= few_rows_max; }
+
 const MatmulKernels& fallback() { return *avx512_matmul_kernels(); }
 
 // Where tile t's pairs of k block k0 start: [k block][tile][k pair][12], in 32-bit pairs.
@@ -38,10 +50,22 @@ int64_t packed_tile_offset(int64_t tiles, int64_t in, int64_t t, int64_t k0) {
   return (k0 * tiles * micro_rows + t * std::min(k_block, in - k0) * micro_rows) / 2;
 }
 
+// few_rows' input: rows [12 tile_begin, 12 tile_end) of x [rows, in] rounded to bf16 in
+// `rounded` [rows, in].
+void round_rows(const float* x, int64_t rows, int64_t in, int64_t tile_begin, int64_t tile_end, uint16_t* rounded) {
+  for (int64_t r = tile_begin * micro_rows; r < std::min(rows, tile_end * micro_rows); ++r)
+    for (int64_t k = 0; k < in; k += run) {
+      const float* source = x + r * in + k;
+      _mm512_storeu_si512(rounded + r * in + k,
+                          (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(source + 16), _mm512_loadu_ps(source)));
+    }
+}
+
 void pack_input(const float* x, int64_t rows, int64_t in, DType weight_dtype, int64_t tile_begin, int64_t tile_end,
                 float* packed) {
   if (!runs_on_pairs(weight_dtype, in)) return fallback().pack_input(x, rows, in, weight_dtype, tile_begin, tile_end,
                                                                      packed);
+  if (few_rows(rows)) return round_rows(x, rows, in, tile_begin, tile_end, reinterpret_cast<uint16_t*>(packed));
   auto* pairs = reinterpret_cast<uint32_t*>(packed);
   const int64_t tiles = (rows + micro_rows - 1) / micro_rows;
   alignas(64) uint32_t rounded[run / 2];
@@ -109,9 +133,84 @@ void gemm_on_pairs(const float* packed_x, int64_t rows, const WeightView& w, int
       });
 }
 
+// Lane i of the result: the sum of v[i]'s sixteen lanes. Pairs of vectors, then pairs of
+// those, are interleaved and added within 128-bit lanes, then the 128-bit lanes in two
+// rounds: 30 shuffles and 15 adds for 16 sums.
+inline __m512 sum_each(const __m512 v[16]) {
+  __m512 halves[8], quarters[4];
+  for (int i = 0; i < 8; ++i)  // per 128-bit lane: v[2i]'s two partials, v[2i + 1]'s, v[2i]'s, v[2i + 1]'s
+    halves[i] = _mm512_add_ps(_mm512_unpacklo_ps(v[2 * i], v[2 * i + 1]), _mm512_unpackhi_ps(v[2 * i], v[2 * i + 1]));
+  for (int i = 0; i < 4; ++i) {  // per 128-bit lane: one partial of each of v[4i .. 4i + 3]
+    const __m512d a = _mm512_castps_pd(halves[2 * i]), b = _mm512_castps_pd(halves[2 * i + 1]);
+    quarters[i] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(a, b)), _mm512_castpd_ps(_mm512_unpackhi_pd(a, b)));
+  }
+  const __m512 low = _mm512_add_ps(_mm512_shuffle_f32x4(quarters[0], quarters[1], 0x44),
+                                   _mm512_shuffle_f32x4(quarters[0], quarters[1], 0xEE));
+  const __m512 high = _mm512_add_ps(_mm512_shuffle_f32x4(quarters[2], quarters[3], 0x44),
+                                    _mm512_shuffle_f32x4(quarters[2], quarters[3], 0xEE));
+  return _mm512_add_ps(_mm512_shuffle_f32x4(low, high, 0x88), _mm512_shuffle_f32x4(low, high, 0xDD));
+}
+
+// out[r, f] = x[r] . w[f] for F features and R rows (each <= 4): sums[4f + r], the
+// vectors past F or R staying zero for sum_each. Meanwhile `ahead_rows` weight rows from
+// `ahead` on, a later block's, are fetched into L2: with the hardware prefetcher alone the
+// loads of a weight streamed from memory stalled.
+template <int F, int R>
+void few_rows_block(const uint16_t* x, const uint16_t* w, const uint16_t* ahead, int64_t ahead_rows, int64_t in,
+                    float* out, int64_t stride) {
+  __m512 sums[16];
+  SHARDLM_UNROLL
+  for (int i = 0; i < 16; ++i) sums[i] = _mm512_setzero_ps();
+  for (int64_t k = 0; k < in; k += run) {
+    __m512i weights[F];
+    SHARDLM_UNROLL
+    for (int f = 0; f < F; ++f) weights[f] = _mm512_loadu_si512(w + f * in + k);
+    for (int64_t f = 0; f < ahead_rows; ++f) _mm_prefetch(reinterpret_cast<const char*>(ahead + f * in + k), _MM_HINT_T1);
+    SHARDLM_UNROLL
+    for (int r = 0; r < R; ++r) {
+      const __m512bh row = (__m512bh)_mm512_loadu_si512(x + r * in + k);
+      SHARDLM_UNROLL
+      for (int f = 0; f < F; ++f) sums[4 * f + r] = _mm512_dpbf16_ps(sums[4 * f + r], row, (__m512bh)weights[f]);
+    }
+  }
+  alignas(64) float totals[16];
+  _mm512_store_ps(totals, sum_each(sums));
+  for (int r = 0; r < R; ++r)
+    for (int f = 0; f < F; ++f) out[r * stride + f] = totals[4 * f + r];
+}
+
+using FewRowsBlock = void (*)(const uint16_t*, const uint16_t*, const uint16_t*, int64_t, int64_t, float*, int64_t);
+
+template <int... I>
+constexpr std::array<FewRowsBlock, 16> few_rows_blocks(std::integer_sequence<int, I...>) {
+  return {few_rows_block<I / 4 + 1, I % 4 + 1>...};
+}
+
+// out [rows <= few_rows_max, o_begin..o_end) from x as round_rows left it: four features
+// (one 4 x in run of the weight) at a time against every four rows.
+void gemm_few_rows(const float* rounded_x, int64_t rows, const WeightView& w, int64_t o_begin, int64_t o_end,
+                   float* out, int64_t stride) {
+  static constexpr auto blocks = few_rows_blocks(std::make_integer_sequence<int, 16>{});
+  const auto* x = reinterpret_cast<const uint16_t*>(rounded_x);  // [rows, in] bf16
+  const auto* weight = static_cast<const uint16_t*>(w.data);
+  const int64_t in = w.in, groups = (rows + 3) / 4;
+  for (int64_t o = o_begin; o < o_end; o += 4) {
+    const int64_t features = std::min<int64_t>(4, o_end - o);
+    // The four weight rows `prefetch_distance` features on, a share per row group.
+    const bool fetch = o + prefetch_distance + 4 <= o_end;
+    for (int64_t g = 0; g < groups; ++g) {
+      const int64_t first = 4 * g / groups, last = 4 * (g + 1) / groups;
+      blocks[static_cast<size_t>((features - 1) * 4 + std::min<int64_t>(4, rows - 4 * g) - 1)](
+          x + 4 * g * in, weight + o * in, fetch ? weight + (o + prefetch_distance + first) * in : nullptr,
+          fetch ? last - first : 0, in, out + 4 * g * stride + o, stride);
+    }
+  }
+}
+
 void gemm(const float* x, int64_t rows, const WeightView& w, int64_t o_begin, int64_t o_end, float* out,
           int64_t stride) {
-  if (runs_on_pairs(w.dtype, w.in)) gemm_on_pairs(x, rows, w, o_begin, o_end, out, stride);
+  if (runs_on_pairs(w.dtype, w.in) && few_rows(rows)) gemm_few_rows(x, rows, w, o_begin, o_end, out, stride);
+  else if (runs_on_pairs(w.dtype, w.in)) gemm_on_pairs(x, rows, w, o_begin, o_end, out, stride);
   else fallback().gemm(x, rows, w, o_begin, o_end, out, stride);
 }
 
