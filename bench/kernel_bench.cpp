@@ -4,11 +4,14 @@
 //   cmake --build build --target kernel_bench && build/bench/kernel_bench
 // Counters: bytes_per_second (weights streamed, for gemv: the 128- and 256-row
 // shapes, 256 KB, stay in L2, so they give a kernel's compute ceiling), FLOPS (gemm,
-// attention).
+// attention). BM_FlashBlock runs each table's prefill attention kernel in one process.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
+#include <string>
+#include <string_view>
 
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/matmul_kernels.h"
@@ -95,6 +98,38 @@ void BM_AttentionDecode(benchmark::State& state) {
       benchmark::Counter(4.0 * heads * cached * head_dim * state.iterations(), benchmark::Counter::kIsRate);
 }
 
+// Prefill attention of a 512-token prompt over a bf16 cache, one KV head of two query
+// heads (Qwen3-0.6B's group), by the flash kernel of the table named `isa`, one thread:
+// blocks of 24 positions (48 rows), as attention() makes them.
+void BM_FlashBlock(benchmark::State& state, std::string_view isa) {
+  const MatmulKernels* table = nullptr;
+  for (const MatmulKernels* t : available_matmul_kernels())
+    if (t->isa == isa) table = t;
+  const int64_t prompt = 512, group = 2, head_dim = 128, block = 24;
+  const FlashBlockKernel flash = table && table->flash_block ? table->flash_block(head_dim) : nullptr;
+  if (!flash) return state.SkipWithError("no such table or kernel on this CPU");
+  Tensor q = random_matrix(prompt * group, head_dim, DType::f32);  // [position, head, head_dim]
+  Tensor k = random_matrix(prompt, head_dim, DType::bf16), v = random_matrix(prompt, head_dim, DType::bf16);
+  Tensor out = Tensor::zeros({prompt * group, head_dim}, DType::f32);
+  for (auto _ : state)
+    for (int64_t p0 = 0; p0 < prompt; p0 += block) {
+      const float* queries[block * group];
+      float* outputs[block * group];
+      int32_t positions[block * group];
+      const int64_t rows = std::min(block, prompt - p0) * group;
+      for (int64_t r = 0; r < rows; ++r) {
+        queries[r] = q.data<float>() + (p0 * group + r) * head_dim;
+        outputs[r] = out.mutable_data<float>() + (p0 * group + r) * head_dim;
+        positions[r] = static_cast<int32_t>(p0 + r / group);
+      }
+      flash(queries, positions, rows, k.raw(), v.raw(), DType::bf16, head_dim, 0.088f, 0, outputs);
+    }
+  // Two products of 2 * head_dim FLOPs per (row, visible key).
+  state.counters["FLOPS"] = benchmark::Counter(4.0 * group * head_dim * prompt * (prompt + 1) / 2 * state.iterations(),
+                                               benchmark::Counter::kIsRate);
+  state.SetLabel(std::string(isa));
+}
+
 void BM_RmsNorm(benchmark::State& state) {
   const int64_t rows = state.range(0), dim = 1024;
   ThreadPool pool(1);
@@ -154,6 +189,8 @@ BENCHMARK_CAPTURE(BM_Gemm, f16, DType::f16)->Args({512, 1024, 3072});
 BENCHMARK_CAPTURE(BM_Gemm, int8, DType::i8)->Args({512, 1024, 3072});
 BENCHMARK(BM_LinearBias)->Arg(0)->Arg(1);
 BENCHMARK(BM_AttentionDecode)->Args({192, 8, 1})->Args({4096, 8, 1})->Args({4096, 1, 1})->Args({4096, 1, 2})->UseRealTime();
+BENCHMARK_CAPTURE(BM_FlashBlock, avx2, "avx2");
+BENCHMARK_CAPTURE(BM_FlashBlock, avx512_bf16, "avx512_bf16");
 BENCHMARK(BM_RmsNorm)->Arg(1)->Arg(512);
 BENCHMARK(BM_Rope)->Arg(1)->Arg(512);
 BENCHMARK(BM_SiluMul)->Arg(1)->Arg(512);

@@ -11,20 +11,10 @@
 #include "backends/cpu/avx2_gemm.h"
 
 namespace shardlm::backends::cpu {
-namespace {
 
-using namespace avx2;
+namespace avx2 {
 
-// Decode reads each cached row once, so its tile only bounds the score scratch. A flash
-// block's P V step adds every tile into the block's output, loaded and stored once per
-// micro-kernel call: 128 keys a tile halve those (pp512 attention 5 - 7% faster than 64,
-// in-process A/B at two threads; 256 gained nothing more).
-constexpr int64_t key_tile = 64, flash_key_tile = 128;
-
-// One row of a score tile, in place: keys outside [first, end) (causal mask, window,
-// padding, the tile's tail up to a multiple of 8) are masked, the rest become
-// e^(score - running maximum); the running maximum and sum, and the row's output
-// accumulated so far, are rescaled when the maximum grows.
+// attention_kernels.h
 void online_softmax_tile(float* row, int64_t count, int64_t first, int64_t end, float& maximum, float& sum, float* o,
                          int64_t head_dim) {
   end = std::min(end, count);
@@ -63,6 +53,18 @@ void online_softmax_tile(float* row, int64_t count, int64_t first, int64_t end, 
   }
   sum = sum * rescale + horizontal_sum(tile_sum);
 }
+
+}  // namespace avx2
+
+namespace {
+
+using namespace avx2;
+
+// Decode reads each cached row once, so its tile only bounds the score scratch. A flash
+// block's P V step adds every tile into the block's output, loaded and stored once per
+// micro-kernel call: 128 keys a tile halve those (pp512 attention 5 - 7% faster than 64,
+// in-process A/B at two threads; 256 gained nothing more).
+constexpr int64_t key_tile = 64, flash_key_tile = 128;
 
 template <DType Cache>
 void flash_block(const float* const* queries, const int32_t* positions, int64_t rows, const void* keys,

@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "backends/cpu/matmul_kernels.h"
+#include "backends/cpu/vector_math.h"
 #include "core/dtype.h"
 
 // Register tiles live in small arrays indexed by compile-time loops; fully unrolled,
@@ -87,26 +88,8 @@ inline float horizontal_sum(__m256 v) {
   return _mm_cvtss_f32(sum);
 }
 
-// e^x for eight lanes, within 2 ulp of std::exp; x below -87.3 (e^x under FLT_MIN,
-// -inf included) gives 0. Cephes' expf: x = n ln 2 + r, |r| <= ln 2 / 2, a degree-6
-// polynomial for e^r, and 2^n built in the exponent bits.
-inline __m256 exp8(__m256 x) {
-  const __m256 underflow = _mm256_cmp_ps(x, _mm256_set1_ps(-87.3f), _CMP_LT_OQ);
-  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.3f)), _mm256_set1_ps(88.3f));
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-  p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-  const __m256i exponent = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-  return _mm256_andnot_ps(underflow, _mm256_mul_ps(p, _mm256_castsi256_ps(exponent)));
-}
+// e^x for eight lanes (vector_math.h).
+inline __m256 exp8(__m256 x) { return exp_lanes(x); }
 
 inline float horizontal_max(__m256 v) {
   __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));

@@ -43,6 +43,17 @@ inline void transpose16(__m512i rows[16]) {
 // The micro-kernel's rows: a packed input tile holds 12 rows, [step][12] 32-bit elements.
 constexpr int64_t micro_rows = 12;
 
+// Where the micro-kernel finds row i's element of step s: a[s * step + i * row]. A packed
+// tile ([step][12]), or rows as they lie, `Stride` elements apart ([row][step]): the
+// broadcasts read any address alike, so rows need no transposing.
+struct PackedTile {
+  static constexpr int64_t step = micro_rows, row = 1;
+};
+template <int64_t Stride>
+struct RowMajor {
+  static constexpr int64_t step = 1, row = Stride;
+};
+
 // A micro-kernel's M x 32 sums (matmul_avx2.cpp's): per column block of [o_begin,
 // o_end) and k block of [0, in), the block's 32-column panels are packed, pack(p, n,
 // width, k0, kc) for panel p of columns [n, n + width); then, for a block of 12 input
@@ -94,11 +105,11 @@ inline void prefetch_sums(const float* c, int64_t ldc) {
 }
 
 // The 12x32 micro-kernel of the AVX-512 gemms, for M <= 12 rows of a packed input tile
-// and a 32-column panel: at each of `steps` steps s, row i's element a[s * 12 + i] (an
-// f32, or a pair of bf16) meets the panel's two 16-lane vectors at panel + s * 32, and
-// multiply_add(sums, element, vector) returns the sums with their products added (24
-// accumulators). Then c[i, 0..width) (+)= the sums.
-template <int M, typename Element, typename MultiplyAdd>
+// (or of rows as Layout lays them out) and a 32-column panel: at each of `steps` steps s,
+// row i's element a[s * 12 + i] (an f32, or a pair of bf16) meets the panel's two 16-lane
+// vectors at panel + s * 32, and multiply_add(sums, element, vector) returns the sums with
+// their products added (24 accumulators). Then c[i, 0..width) (+)= the sums.
+template <int M, typename Layout, typename Element, typename MultiplyAdd>
 inline void micro_kernel(const Element* a, const Element* panel, int64_t steps, float* c, int64_t ldc, int64_t width,
                          bool accumulate, MultiplyAdd multiply_add) {
   static_assert(sizeof(Element) == 4, "a 32-bit element a lane");
@@ -112,7 +123,7 @@ inline void micro_kernel(const Element* a, const Element* panel, int64_t steps, 
     const __m512i b1 = _mm512_load_si512(panel + s * 32 + 16);
     SHARDLM_UNROLL
     for (int i = 0; i < M; ++i) {
-      const Element value = a[s * micro_rows + i];
+      const Element value = a[s * Layout::step + i * Layout::row];
       low[i] = multiply_add(low[i], value, b0);
       high[i] = multiply_add(high[i], value, b1);
     }
@@ -120,19 +131,20 @@ inline void micro_kernel(const Element* a, const Element* panel, int64_t steps, 
   store_sums<M>(low, high, c, ldc, width, accumulate);
 }
 
-template <typename Element, typename MultiplyAdd, int... M>
+template <typename Layout, typename Element, typename MultiplyAdd, int... M>
 inline void micro_kernel_rows(std::integer_sequence<int, M...>, int64_t rows, const Element* a, const Element* panel,
                               int64_t steps, float* c, int64_t ldc, int64_t width, bool accumulate,
                               MultiplyAdd multiply_add) {
-  ((rows == M + 1 ? micro_kernel<M + 1>(a, panel, steps, c, ldc, width, accumulate, multiply_add) : void()), ...);
+  ((rows == M + 1 ? micro_kernel<M + 1, Layout>(a, panel, steps, c, ldc, width, accumulate, multiply_add) : void()),
+   ...);
 }
 
 // The micro-kernel for `rows` (1..12) rows of a tile.
-template <typename Element, typename MultiplyAdd>
+template <typename Layout = PackedTile, typename Element, typename MultiplyAdd>
 inline void micro_kernel_rows(int64_t rows, const Element* a, const Element* panel, int64_t steps, float* c,
                               int64_t ldc, int64_t width, bool accumulate, MultiplyAdd multiply_add) {
-  micro_kernel_rows(std::make_integer_sequence<int, micro_rows>{}, rows, a, panel, steps, c, ldc, width, accumulate,
-                    multiply_add);
+  micro_kernel_rows<Layout>(std::make_integer_sequence<int, micro_rows>{}, rows, a, panel, steps, c, ldc, width,
+                            accumulate, multiply_add);
 }
 
 }  // namespace shardlm::backends::cpu::avx512

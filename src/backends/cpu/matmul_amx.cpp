@@ -257,14 +257,17 @@ bool cpu_runs_amx_bf16() {
 const MatmulKernels* amx_matmul_kernels() {
   static const bool runs = cpu_runs_amx_bf16();
   if (!runs) return nullptr;
+  // Attention as the AVX512-BF16 table runs it (every AMX CPU has AVX512_BF16).
+  const MatmulKernels& attention = avx512_bf16_matmul_kernels() ? *avx512_bf16_matmul_kernels() : fallback();
   static const MatmulKernels kernels{.isa = "amx", .gemv = fallback().gemv, .gemm = gemm, .pack_input = pack_input,
                                      .input_tile_rows = unit_rows, .gemm_column_block = column_block,
                                      .pack_gemv_input = fallback().pack_gemv_input,
                                      .gemv_input_row_floats = fallback().gemv_input_row_floats,
                                      .silu_multiply = fallback().silu_multiply,
                                      .gemm_rounds_input_to_bf16 = runs_on_tiles,
-                                     .flash_block = fallback().flash_block,
-                                     .decode_attention = fallback().decode_attention};
+                                     .flash_block = attention.flash_block,
+                                     .decode_attention = attention.decode_attention,
+                                     .flash_rounds_to_bf16 = attention.flash_rounds_to_bf16};
   return &kernels;
 }
 

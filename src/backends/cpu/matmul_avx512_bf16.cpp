@@ -26,17 +26,17 @@
 
 #include <algorithm>
 #include <array>
-#include <cstring>
 #include <utility>
 
-#include "backends/cpu/avx512_gemm.h"
+#include "backends/cpu/avx512_bf16_gemm.h"
 #include "backends/cpu/matmul_kernels.h"
 
 namespace shardlm::backends::cpu {
 namespace {
 
 using avx512::micro_rows;
-constexpr int64_t panel_width = 32, k_block = 512, column_block = 128, run = 32;
+using avx512_bf16::panel_width, avx512_bf16::run, avx512_bf16::pack_panel, avx512_bf16::MultiplyAddPairs;
+constexpr int64_t k_block = 512, column_block = 128;
 
 bool runs_on_pairs(DType weight_dtype, int64_t in) { return weight_dtype == DType::bf16 && in % run == 0; }
 
@@ -68,50 +68,20 @@ void pack_input(const float* x, int64_t rows, int64_t in, DType weight_dtype, in
   if (few_rows(rows)) return round_rows(x, rows, in, tile_begin, tile_end, reinterpret_cast<uint16_t*>(packed));
   auto* pairs = reinterpret_cast<uint32_t*>(packed);
   const int64_t tiles = (rows + micro_rows - 1) / micro_rows;
-  alignas(64) uint32_t rounded[run / 2];
   for (int64_t t = tile_begin; t < tile_end; ++t)
     for (int64_t k0 = 0; k0 < in; k0 += k_block) {
       uint32_t* tile = pairs + packed_tile_offset(tiles, in, t, k0);
       const int64_t kc = std::min(k_block, in - k0);
       for (int64_t i = 0; i < micro_rows; ++i) {
         const int64_t r = t * micro_rows + i;
-        for (int64_t k = 0; k < kc; k += run) {
-          if (r < rows) {
-            const float* source = x + r * in + k0 + k;
-            _mm512_store_si512(rounded, (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(source + 16),
-                                                                     _mm512_loadu_ps(source)));
-          } else {
-            std::memset(rounded, 0, sizeof(rounded));
-          }
-          for (int64_t p = 0; p < run / 2; ++p) tile[(k / 2 + p) * micro_rows + i] = rounded[p];
+        if (r < rows) {
+          avx512_bf16::pack_pairs_column(x + r * in + k0, kc, i, tile);
+        } else {
+          for (int64_t p = 0; p < kc / 2; ++p) tile[p * micro_rows + i] = 0;
         }
       }
     }
 }
-
-// Weight columns [n0, n0 + width) (width <= 32, zero past it), k [k0, k0 + kc), as the
-// panel [kc / 2][32] of 32-bit bf16 pairs.
-void pack_panel(const WeightView& w, int64_t n0, int64_t width, int64_t k0, int64_t kc, uint32_t* panel) {
-  const auto* weight = static_cast<const uint16_t*>(w.data);
-  for (int64_t group = 0; group < panel_width / 16; ++group)
-    for (int64_t k = 0; k < kc; k += run) {
-      __m512i runs[16];
-      for (int64_t i = 0; i < 16; ++i) {
-        const int64_t column = group * 16 + i;
-        runs[i] = column < width ? _mm512_loadu_si512(weight + (n0 + column) * w.in + k0 + k) : _mm512_setzero_si512();
-      }
-      avx512::transpose16(runs);  // runs[p]: pair p of the sixteen columns
-      for (int64_t p = 0; p < 16; ++p) _mm512_store_si512(panel + (k / 2 + p) * panel_width + group * 16, runs[p]);
-    }
-}
-
-// One step per k pair: the row's bf16 pair broadcast against the panel's [k pair][32] pairs
-// (a type, so that the micro-kernel inlines it).
-struct MultiplyAddPairs {
-  __m512 operator()(__m512 sums, uint32_t pair, __m512i weights) const {
-    return _mm512_dpbf16_ps(sums, (__m512bh)_mm512_set1_epi32(static_cast<int>(pair)), (__m512bh)weights);
-  }
-};
 
 // The AVX-512 table's loop order (avx512::for_gemm_blocks), on pair panels: 128 KB per
 // column block and k block, 32 KB a panel.
@@ -214,6 +184,15 @@ void gemm(const float* x, int64_t rows, const WeightView& w, int64_t o_begin, in
   else fallback().gemm(x, rows, w, o_begin, o_end, out, stride);
 }
 
+// Prefill attention over a bf16 cache on VDPBF16PS (attention_avx512_bf16.cpp), else AVX2's.
+FlashBlockKernel flash_block(int64_t head_dim) {
+  const FlashBlockKernel kernel = avx512_bf16_flash_block(head_dim);
+  return kernel ? kernel : fallback().flash_block(head_dim);
+}
+bool flash_rounds_to_bf16(DType cache_dtype, int64_t head_dim) {
+  return cache_dtype == DType::bf16 && avx512_bf16_flash_block(head_dim);
+}
+
 // AVX512_BF16 from CPUID leaf 7, subleaf 1 (clang's __builtin_cpu_supports does not know it).
 bool cpu_runs_avx512_bf16() {
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
@@ -232,8 +211,9 @@ const MatmulKernels* avx512_bf16_matmul_kernels() {
                                      .gemv_input_row_floats = fallback().gemv_input_row_floats,
                                      .silu_multiply = fallback().silu_multiply,
                                      .gemm_rounds_input_to_bf16 = runs_on_pairs,
-                                     .flash_block = fallback().flash_block,
-                                     .decode_attention = fallback().decode_attention};
+                                     .flash_block = flash_block,
+                                     .decode_attention = fallback().decode_attention,
+                                     .flash_rounds_to_bf16 = flash_rounds_to_bf16};
   return &kernels;
 }
 

@@ -61,6 +61,9 @@ struct MatmulKernels {
   // (SHARDLM_CPU_KERNELS) then decides attention as it does the matmuls.
   FlashBlockKernel (*flash_block)(int64_t head_dim) = nullptr;
   DecodeAttentionKernel (*decode_attention)(int64_t head_dim) = nullptr;
+  // Where flash_block rounds the queries and the softmax weights to bf16 (a cache of
+  // cache_dtype, head_dim); null: never.
+  bool (*flash_rounds_to_bf16)(DType cache_dtype, int64_t head_dim) = nullptr;
 };
 inline int64_t input_tiles(const MatmulKernels& kernels, int64_t rows) {
   return (rows + kernels.input_tile_rows - 1) / kernels.input_tile_rows;
@@ -110,6 +113,10 @@ bool cpu_has_avx512();
 // 2^-9 relative per activation, as a bf16 model runs in transformers or llama.cpp. Every
 // other kernel keeps them f32.
 bool gemm_rounds_input_to_bf16(const MatmulKernels& kernels, DType weight_dtype, int64_t in);
+// Whether `kernels`' flash_block rounds the queries and softmax weights to bf16 over a cache
+// of `cache_dtype` (the AVX512-BF16 table's, over a bf16 cache whose head_dim is a multiple
+// of 32): 2^-9 relative each, as a bf16 model's attention in transformers.
+bool flash_rounds_to_bf16(const MatmulKernels& kernels, DType cache_dtype, int64_t head_dim);
 // Every table this CPU can run, best last.
 std::span<const MatmulKernels* const> available_matmul_kernels();
 // The table the CPU backend runs: the best available, or the one whose isa the

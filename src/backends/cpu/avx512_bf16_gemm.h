@@ -1,0 +1,57 @@
+#pragma once
+// Pieces of the VDPBF16PS products shared by matmul_avx512_bf16.cpp and
+// attention_avx512_bf16.cpp: the AVX-512 micro-kernel (avx512_gemm.h) run over k pairs,
+// rows packed as tiles of bf16 pairs [k pair][12] on one side and panels [k pair][32] on
+// the other. Only files compiled with AVX512_BF16 include this.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "backends/cpu/avx512_gemm.h"
+#include "backends/cpu/matmul_kernels.h"
+
+namespace shardlm::backends::cpu::avx512_bf16 {
+
+constexpr int64_t panel_width = 32, run = 32;  // a panel's columns; bf16 elements a 64-byte run
+
+// One step per k pair: the row's bf16 pair broadcast against the panel's [k pair][32] pairs
+// (a type, so that the micro-kernel inlines it).
+struct MultiplyAddPairs {
+  __m512 operator()(__m512 sums, uint32_t pair, __m512i weights) const {
+    return _mm512_dpbf16_ps(sums, (__m512bh)_mm512_set1_epi32(static_cast<int>(pair)), (__m512bh)weights);
+  }
+};
+
+// row[0, length) rounded to bf16 (nearest even) as column i of a tile of pairs
+// [(length + 1) / 2][12]; an odd length's last pair is (last, 0). Reads nothing past
+// row[length).
+inline void pack_pairs_column(const float* row, int64_t length, int64_t i, uint32_t* tile) {
+  alignas(64) uint32_t pairs[run / 2];
+  for (int64_t k = 0; k < length; k += run) {
+    const int64_t n = std::min(run, length - k);
+    const __m512 low = _mm512_maskz_loadu_ps(avx512::first_lanes(std::min<int64_t>(16, n)), row + k);
+    const __m512 high = _mm512_maskz_loadu_ps(avx512::first_lanes(std::max<int64_t>(0, n - 16)), row + k + 16);
+    _mm512_store_si512(pairs, (__m512i)_mm512_cvtne2ps_pbh(high, low));
+    for (int64_t p = 0; p < (n + 1) / 2; ++p) tile[(k / 2 + p) * avx512::micro_rows + i] = pairs[p];
+  }
+}
+
+// Rows [n0, n0 + width) (width <= 32, zero past it) of a bf16 matrix [*, w.in], elements
+// [k0, k0 + kc) (kc a multiple of 32), as the panel [kc / 2][32] of 32-bit bf16 pairs:
+// sixteen rows' 64-byte runs transposed as 32-bit elements.
+inline void pack_panel(const WeightView& w, int64_t n0, int64_t width, int64_t k0, int64_t kc, uint32_t* panel) {
+  const auto* weight = static_cast<const uint16_t*>(w.data);
+  for (int64_t group = 0; group < panel_width / 16; ++group)
+    for (int64_t k = 0; k < kc; k += run) {
+      __m512i runs[16];
+      for (int64_t i = 0; i < 16; ++i) {
+        const int64_t column = group * 16 + i;
+        runs[i] = column < width ? _mm512_loadu_si512(weight + (n0 + column) * w.in + k0 + k) : _mm512_setzero_si512();
+      }
+      avx512::transpose16(runs);  // runs[p]: pair p of the sixteen rows
+      for (int64_t p = 0; p < 16; ++p) _mm512_store_si512(panel + (k / 2 + p) * panel_width + group * 16, runs[p]);
+    }
+}
+
+}  // namespace shardlm::backends::cpu::avx512_bf16
