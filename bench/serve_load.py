@@ -6,9 +6,11 @@ library only.
 Each request is a /v1/completions stream of a distinct random token-id prompt (so no
 prompt cache helps), greedy, with ignore_eos so that every request yields exactly
 --max-tokens tokens. At concurrency c, c clients each send --requests-per-client
-requests back to back. Reported per server and concurrency: output tok/s (generated tokens
-over the wall time of the level), time to first token p50/p99, and the generated tokens
-as each server counts them (usage, or llama-server's timings).
+requests back to back (more, where the level would hold fewer than --min-requests).
+Reported per server and concurrency: output tok/s (generated tokens over the wall time of
+the level), time to first token p50/p99, and the generated tokens as each server counts
+them (usage, or llama-server's timings); for a server with shardlm's engine counters in
+/metrics, the seconds and tokens of its prefill and decode steps in each level.
 
     python3 bench/serve_load.py --server shardlm=http://127.0.0.1:8000 \\
         --server llama.cpp=http://127.0.0.1:8001 --concurrency 1,4,16,64
@@ -57,6 +59,24 @@ def stream_completion(url, prompt, max_tokens, timeout):
     return first, tokens, usage, time.perf_counter() - start
 
 
+def engine_counters(url):
+    """shardlm's engine counters from /metrics (seconds and tokens in prefill and decode), or
+    None for a server without them."""
+    parsed = urllib.parse.urlparse(url)
+    try:
+        connection = http.client.HTTPConnection(parsed.hostname, parsed.port, timeout=30)
+        connection.request("GET", "/metrics")
+        text = connection.getresponse().read().decode()
+    except (OSError, http.client.HTTPException):
+        return None
+    counters = {}
+    for line in text.splitlines():
+        if line.startswith("shardlm_engine_"):
+            name, value = line.split()
+            counters[name[len("shardlm_engine_"):-len("_total")]] = float(value)
+    return counters or None
+
+
 def percentile(values, p):
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
@@ -64,15 +84,16 @@ def percentile(values, p):
 
 def run_level(url, concurrency, args, seed):
     rng = random.Random(seed)
+    per_client = max(args.requests_per_client, -(-args.min_requests // concurrency))
     prompts = [[rng.randrange(1000, 100000) for _ in range(args.prompt_tokens)]
-               for _ in range(concurrency * args.requests_per_client)]
+               for _ in range(concurrency * per_client)]
     results, errors = [], []
     lock = threading.Lock()
 
     def client(index):
-        for r in range(args.requests_per_client):
+        for r in range(per_client):
             try:
-                result = stream_completion(url, prompts[index * args.requests_per_client + r], args.max_tokens,
+                result = stream_completion(url, prompts[index * per_client + r], args.max_tokens,
                                            args.timeout)
                 with lock:
                     results.append(result)
@@ -81,6 +102,7 @@ def run_level(url, concurrency, args, seed):
                     errors.append(repr(error))
 
     threads = [threading.Thread(target=client, args=(i,)) for i in range(concurrency)]
+    before = engine_counters(url)
     start = time.perf_counter()
     for t in threads:
         t.start()
@@ -94,8 +116,12 @@ def run_level(url, concurrency, args, seed):
     if tokens != expected:
         sys.exit(f"{url} at concurrency {concurrency}: {tokens} tokens generated, {expected} expected")
     ttfts = [r[0] for r in results]
-    return {"tok_s": tokens / wall, "ttft_p50": percentile(ttfts, 50), "ttft_p99": percentile(ttfts, 99),
-            "wall_s": wall, "tokens": tokens}
+    level = {"tok_s": tokens / wall, "ttft_p50": percentile(ttfts, 50), "ttft_p99": percentile(ttfts, 99),
+             "wall_s": wall, "tokens": tokens}
+    after = engine_counters(url)
+    if before and after:
+        level["engine"] = {name: after[name] - before.get(name, 0) for name in after}
+    return level
 
 
 def prefix_reuse(url, args):
@@ -115,6 +141,9 @@ def main():
     parser.add_argument("--prompt-tokens", type=int, default=256)
     parser.add_argument("--max-tokens", type=int, default=128)
     parser.add_argument("--requests-per-client", type=int, default=1)
+    parser.add_argument("--min-requests", type=int, default=4,
+                        help="at least this many requests a level (clients send more each): one request alone is "
+                             "too short a sample on a noisy machine")
     parser.add_argument("--prefix-tokens", type=int, default=1000)
     parser.add_argument("--timeout", type=float, default=1800)
     parser.add_argument("--json", help="also write every figure here")
@@ -137,6 +166,17 @@ def main():
         cells = " | ".join(f"{row[n]['tok_s']:.1f} | {row[n]['ttft_p50']:.2f} / {row[n]['ttft_p99']:.2f}" for n in names)
         ratio = row[names[0]]["tok_s"] / row[names[1]]["tok_s"] if len(names) > 1 else 1.0
         print(f"| {time.strftime('%H:%M', time.gmtime())} | {concurrency} | {cells} | {ratio:.2f} |", flush=True)
+    engine_rows = [(level["concurrency"], name, level[name]) for level in figures["levels"] for name in names
+                   if "engine" in level[name]]
+    if engine_rows:  # where a level's wall time went, by the server's own counters
+        print()
+        print("| concurrency | server | wall (s) | prefill steps (s) | prompt tokens fed | decode steps (s) | "
+              "tokens decoded | steps |")
+        print("|---|---|---|---|---|---|---|---|")
+        for concurrency, name, level in engine_rows:
+            e = level["engine"]
+            print(f"| {concurrency} | {name} | {level['wall_s']:.1f} | {e['prefill_seconds']:.1f} | "
+                  f"{e['prefill_tokens']:.0f} | {e['decode_seconds']:.1f} | {e['decode_tokens']:.0f} | {e['steps']:.0f} |")
     print()
     print(f"| server | {args.prefix_tokens}-token prompt TTFT cold (s) | sharing all but its end (s) | ratio | cached_tokens |")
     print("|---|---|---|---|---|")

@@ -12,12 +12,13 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// Sorted, positive, at most `slots`, ending at `slots` (so every batch fits one bucket).
-std::vector<int64_t> normalized_buckets(std::vector<int64_t> buckets, int64_t slots, const char* what) {
+// Sorted, positive, at most `largest`, ending at `largest` (so every size fits one bucket).
+std::vector<int64_t> normalized_buckets(std::vector<int64_t> buckets, int64_t largest, const char* what,
+                                        const char* largest_is) {
   for (int64_t bucket : buckets)
-    SHARDLM_CHECK(bucket > 0 && bucket <= slots, what, " bucket ", bucket, " must be in [1, ", slots,
-                  "] (the cache's sequence slots)");
-  buckets.push_back(slots);
+    SHARDLM_CHECK(bucket > 0 && bucket <= largest, what, " bucket ", bucket, " must be in [1, ", largest, "] (",
+                  largest_is, ")");
+  buckets.push_back(largest);
   std::sort(buckets.begin(), buckets.end());
   buckets.erase(std::unique(buckets.begin(), buckets.end()), buckets.end());
   return buckets;
@@ -41,8 +42,10 @@ int64_t candidate_count(const SequenceRequest& request, int64_t max_top_k, int64
 Engine::Engine(StepRunner& runner, EngineOptions options) : runner_(runner), options_(std::move(options)) {
   const int64_t slots = runner_.slots();
   SHARDLM_CHECK(slots > 0, "the engine needs an allocated KV cache");
-  decode_buckets_ = normalized_buckets(options_.decode_buckets, slots, "decode");
-  prefill_buckets_ = normalized_buckets(options_.prefill_buckets, slots, "prefill");
+  decode_buckets_ = normalized_buckets(options_.decode_buckets, slots, "decode", "the cache's sequence slots");
+  prefill_buckets_ = normalized_buckets(options_.prefill_buckets, slots, "prefill", "the cache's sequence slots");
+  chunk_buckets_ = normalized_buckets(options_.prefill_chunk_buckets, runner_.execution().prefill_chunk_size,
+                                      "prefill chunk", "the prefill chunk size");
   SHARDLM_CHECK(options_.token_budget >= 0, "the token budget must not be negative, got ", options_.token_budget);
   for (int64_t slot = 0; slot < slots; ++slot) free_slots_.push_back(slot);
   slot_tokens_.resize(static_cast<size_t>(slots));
@@ -243,7 +246,11 @@ void Engine::run_prefill(const std::vector<Sequence*>& prefilling, bool every_po
   parallel::ProcessGroup& group = runner_.model().process_group();
   const double communication_before = group.communication_seconds();
   const int64_t count = static_cast<int64_t>(prefilling.size()), vocab = runner_.model().config().vocab_size;
-  const int64_t chunk = runner_.execution().prefill_chunk_size;
+  int64_t longest = 0;  // of the pieces the rows feed
+  for (const Sequence* sequence : prefilling)
+    longest = std::max(longest, std::min(chunk_buckets_.back(), sequence->prompt_length() - sequence->cached()));
+  // A scored prompt's step has the one shape compile_all made for it.
+  const int64_t chunk = every_position ? chunk_buckets_.back() : bucket_for(chunk_buckets_, longest);
   const int64_t batch = every_position ? 1 : bucket_for(prefill_buckets_, count);
   const int64_t logits_per_row = every_position ? chunk : 1;
   StepBuffers& step = runner_.buffers("prefill", batch, chunk, batch * logits_per_row);
@@ -262,6 +269,7 @@ void Engine::run_prefill(const std::vector<Sequence*>& prefilling, bool every_po
       step.logit_row()[r * logits_per_row + j] = static_cast<int32_t>(r * chunk + (every_position ? j : real - 1));
   }
   pad_rows(step, count, logits_per_row);
+  stats_.prefill_padding += (batch - count) * chunk;
   runner_.run(step);
   const auto logits_of = [&](int64_t row) { return std::span(step.host_logits.mutable_data<float>() + row * vocab, vocab); };
   for (int64_t r = 0; r < count; ++r) {
@@ -269,6 +277,7 @@ void Engine::run_prefill(const std::vector<Sequence*>& prefilling, bool every_po
     const int64_t begin = sequence.cached();
     sequence.mark_cached(fed_[r]);
     stats_.prefill_tokens += fed_[r];
+    stats_.prefill_padding += chunk - fed_[r];
     if (every_position)
       for (int64_t j = 0; j < fed_[r] && begin + j + 1 < sequence.prompt_length(); ++j)
         sequence.score_prompt_token(logits_of(j), begin + j);
@@ -280,8 +289,9 @@ void Engine::run_prefill(const std::vector<Sequence*>& prefilling, bool every_po
 }
 
 void Engine::compile_all() {
-  const int64_t chunk = runner_.execution().prefill_chunk_size;
-  for (int64_t batch : prefill_buckets_) runner_.buffers("prefill", batch, chunk, batch);
+  for (int64_t chunk : chunk_buckets_)
+    for (int64_t batch : prefill_buckets_) runner_.buffers("prefill", batch, chunk, batch);
+  const int64_t chunk = chunk_buckets_.back();
   runner_.buffers("prefill", 1, chunk, chunk);  // a prompt scored at every position
   for (int64_t batch : decode_buckets_) {
     runner_.buffers("decode", batch, 1, batch, 0);

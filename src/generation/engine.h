@@ -31,6 +31,11 @@ struct EngineOptions {
   std::vector<int64_t> decode_buckets{};
   // The same for the prefill steps' rows (one chunk of one prompt a row).
   std::vector<int64_t> prefill_buckets{};
+  // Chunk lengths of the prefill steps: each runs at the smallest that holds the longest
+  // piece of prompt its rows feed, up to the runner's prefill_chunk_size (the last piece of
+  // a prompt, a prompt whose prefix a slot held, a short prompt: padding rows cost a full
+  // forward each). Empty: just prefill_chunk_size.
+  std::vector<int64_t> prefill_chunk_buckets{};
   // Tokens one engine step may feed: a decode row counts 1, a prefill row its chunk; at
   // least one prefill row runs whenever a prompt waits. 0: no limit.
   int64_t token_budget = 0;
@@ -48,6 +53,7 @@ struct EngineOptions {
 struct EngineStats {
   int64_t steps = 0;
   int64_t prefill_tokens = 0, decode_tokens = 0;  // real tokens fed (padding not counted)
+  int64_t prefill_padding = 0;                    // padding positions of prefill steps' rows
   int64_t reused_prefix_tokens = 0;               // prompt tokens found in a slot, not prefilled
   double prefill_s = 0, decode_s = 0;             // in prefill and decode steps
   double prefill_communication_s = 0, decode_communication_s = 0;  // of those, in collectives
@@ -75,6 +81,7 @@ class Engine {
   int64_t free_slots() const { return static_cast<int64_t>(free_slots_.size()); }
   const std::vector<int64_t>& decode_buckets() const { return decode_buckets_; }
   const std::vector<int64_t>& prefill_buckets() const { return prefill_buckets_; }
+  const std::vector<int64_t>& prefill_chunk_buckets() const { return chunk_buckets_; }
   const EngineStats& stats() const { return stats_; }
 
   // Compiles every step shape step() can run, so none compiles while serving.
@@ -96,7 +103,7 @@ class Engine {
 
   StepRunner& runner_;
   EngineOptions options_;
-  std::vector<int64_t> decode_buckets_, prefill_buckets_;
+  std::vector<int64_t> decode_buckets_, prefill_buckets_, chunk_buckets_;
   uint64_t next_id_ = 0;
   std::deque<std::unique_ptr<Sequence>> waiting_;
   std::vector<std::unique_ptr<Sequence>> running_;  // in admission order

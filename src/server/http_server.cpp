@@ -44,6 +44,17 @@ std::vector<int64_t> powers_of_two_to(int64_t limit) {
   return buckets;
 }
 
+// Prefill chunk lengths: the chunk, a quarter of it, a sixteenth, down to 16 tokens. A
+// prompt's last piece (or a prompt that is short, or whose prefix a slot held) runs in the
+// shortest that holds it rather than padded to a whole chunk.
+std::vector<int64_t> chunk_lengths(int64_t chunk) {
+  std::vector<int64_t> lengths;
+  for (int64_t length = chunk / 16; length < chunk; length *= 4)
+    if (length >= 16) lengths.push_back(length);
+  lengths.push_back(chunk);
+  return lengths;
+}
+
 int signal_pipe[2] = {-1, -1};
 
 void on_signal(int number) {
@@ -199,6 +210,7 @@ void serve(AutoModelForCausalLM& model, const AutoTokenizer* tokenizer, const Se
   const generation::EngineOptions engine_options{
       .decode_buckets = powers_of_two_to(slots),
       .prefill_buckets = powers_of_two_to(std::clamp<int64_t>(budget / chunk, 1, slots)),
+      .prefill_chunk_buckets = chunk_lengths(chunk),
       .token_budget = budget,
       .any_candidate_count = false,
       .prefix_caching = options.prefix_caching};

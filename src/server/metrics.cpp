@@ -68,6 +68,14 @@ std::string Metrics::text(const EngineGauges& gauges) const {
   line("shardlm_kv_cache_usage_ratio", "gauge", "Share of the slots in use.",
        gauges.slots ? static_cast<double>(gauges.running) / static_cast<double>(gauges.slots) : 0.0);
   line("shardlm_compiles_total", "counter", "Step executables compiled.", gauges.compiles);
+  const generation::EngineStats& stats = gauges.stats;
+  line("shardlm_engine_steps_total", "counter", "Engine steps run.", stats.steps);
+  line("shardlm_engine_prefill_tokens_total", "counter", "Prompt tokens fed to prefill steps (padding not counted).",
+       stats.prefill_tokens);
+  line("shardlm_engine_decode_tokens_total", "counter", "Tokens fed to decode steps (padding not counted).",
+       stats.decode_tokens);
+  line("shardlm_engine_prefill_seconds_total", "counter", "Seconds in prefill steps.", stats.prefill_s);
+  line("shardlm_engine_decode_seconds_total", "counter", "Seconds in decode steps.", stats.decode_s);
   out += "# HELP shardlm_time_to_first_token_seconds From a sequence's arrival to its first token.\n"
          "# TYPE shardlm_time_to_first_token_seconds histogram\n";
   out += time_to_first_token_.text("shardlm_time_to_first_token_seconds");

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "generation/engine.h"
+
 namespace shardlm::server {
 
 class Histogram {
@@ -27,6 +29,7 @@ class Histogram {
 // The engine's state when /metrics is read.
 struct EngineGauges {
   int64_t running = 0, waiting = 0, slots = 0, compiles = 0;
+  generation::EngineStats stats;  // steps, tokens fed and seconds in prefill and decode
 };
 
 class Metrics {

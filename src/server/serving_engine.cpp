@@ -48,6 +48,16 @@ void RequestStream::fail(const std::string& message) {
   changed_.notify_all();
 }
 
+namespace {
+
+std::string join_sizes(const std::vector<int64_t>& sizes) {
+  std::string text;
+  for (int64_t size : sizes) text += (text.empty() ? "" : ", ") + std::to_string(size);
+  return text;
+}
+
+}  // namespace
+
 ServingEngine::ServingEngine(generation::StepRunner& runner, generation::EngineOptions options, size_t max_waiting,
                              Metrics& metrics)
     : runner_(runner), engine_(runner, std::move(options)), max_waiting_(max_waiting), metrics_(metrics) {
@@ -55,7 +65,8 @@ ServingEngine::ServingEngine(generation::StepRunner& runner, generation::EngineO
   engine_.compile_all();
   compiles_ = runner_.compiles();
   log::notice(str_cat("compiled ", compiles_.load(), " step shapes (decode batches ", engine_.decode_buckets().size(),
-                      ", prefill batches ", engine_.prefill_buckets().size(), ") in ",
+                      ", prefill batches ", engine_.prefill_buckets().size(), " of chunk lengths ",
+                      join_sizes(engine_.prefill_chunk_buckets()), ") in ",
                       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), " s"));
   thread_ = std::thread([this] { loop(); });
 }
@@ -119,7 +130,7 @@ bool ServingEngine::healthy() const {
 EngineGauges ServingEngine::gauges() const {
   std::lock_guard lock(mutex_);
   return {.running = running_, .waiting = static_cast<int64_t>(queued_), .slots = engine_.slots(),
-          .compiles = compiles_};
+          .compiles = compiles_, .stats = stats_};
 }
 
 void ServingEngine::on_token(const Sequence& sequence, int64_t token, std::string_view text) {
@@ -211,6 +222,7 @@ void ServingEngine::loop() {
     for (const Submission& submission : inbox_) in_inbox += submission.sequences.size();
     queued_ = engine_.waiting() + in_inbox;
     compiles_ = runner_.compiles();
+    stats_ = engine_.stats();
   }
   // Stopped: whatever is left is cancelled and its clients told.
   for (auto& [id, owner] : owners_) owner.stream->fail("the server shut down before this request finished");

@@ -104,6 +104,7 @@ class ServingEngine {
   bool draining_ = false, stop_now_ = false;
   std::string failure_;
   std::atomic<int64_t> running_{0}, compiles_{0};
+  generation::EngineStats stats_;  // engine_'s, copied under mutex_ after each step
   std::thread thread_;
 };
 

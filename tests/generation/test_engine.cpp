@@ -111,16 +111,59 @@ TEST_P(EngineTest, CompileAllLeavesNothingToCompile) {
   StepRunner runner(*model_, *backend_);
   runner.set_execution({.compile = true, .prefill_chunk_size = 16});
   runner.prepare_cache(4, 128);
-  Engine engine(runner, {.decode_buckets = {1, 2}, .prefill_buckets = {1, 2}, .token_budget = 40,
-                         .any_candidate_count = false});
+  Engine engine(runner, {.decode_buckets = {1, 2}, .prefill_buckets = {1, 2}, .prefill_chunk_buckets = {4},
+                         .token_budget = 40, .any_candidate_count = false});
   engine.compile_all();
   const int64_t compiled = runner.compiles();
-  // prefill {1, 2, 4} and one scoring every position; decode {1, 2, 4}, greedy
-  // (candidates on the device) and not
-  EXPECT_EQ(compiled, backend_->compiles_graphs() ? 4 + 3 * 2 : 4 + 3);
+  // prefill {1, 2, 4} rows of chunks {4, 16}, and one scoring every position; decode
+  // {1, 2, 4}, greedy (candidates on the device) and not
+  EXPECT_EQ(compiled, backend_->compiles_graphs() ? 7 + 3 * 2 : 7 + 3);
   for (int64_t i = 0; i < 9; ++i) engine.add(request(i, i % 2 == 1));
   while (!engine.idle()) engine.step();
   EXPECT_EQ(runner.compiles(), compiled);
+}
+
+// With chunk lengths of 4, 8 and 16, a prompt's last piece, and the rest of a prompt whose
+// prefix a slot held, run in the shortest chunk that holds them: less padding than whole
+// 16-token chunks for the same requests, and each request's tokens as it generates alone.
+TEST_P(EngineTest, ShortPiecesOfPromptsRunInShortChunks) {
+  int64_t padding_of_whole_chunks = 0;
+  for (bool buckets : {false, true}) {
+    StepRunner runner(*model_, *backend_);
+    runner.set_execution({.compile = true, .prefill_chunk_size = 16});
+    runner.prepare_cache(4, 128);  // a slot a request: request 1's slot still holds its prompt at the end
+    // One prefill row a step (the budget holds one chunk): no padding rows, only padded rows.
+    EngineOptions options{.decode_buckets = {1}, .prefill_buckets = {1}, .token_budget = 16};
+    if (buckets) options.prefill_chunk_buckets = {4, 8};
+    Engine engine(runner, options);
+    std::map<uint64_t, SequenceRequest> requests;
+    for (int64_t i : {0, 1, 3, 4}) {  // prompts of 5, 70, 17 and 33 tokens
+      SequenceRequest r = request(i);
+      requests[engine.add(r)] = r;
+    }
+    while (!engine.idle()) engine.step();
+    // Then request 1's prompt again with two tokens more: its slot holds the first 70.
+    SequenceRequest longer = request(1);
+    longer.prompt.push_back(7);
+    longer.prompt.push_back(8);
+    requests[engine.add(longer)] = longer;
+    while (!engine.idle()) engine.step();
+    ASSERT_EQ(engine.finished().size(), 5u);
+    EXPECT_EQ(engine.stats().reused_prefix_tokens, 70);
+    for (const auto& sequence : engine.finished()) {
+      const auto generated = sequence->generated();
+      EXPECT_EQ(std::vector<int64_t>(generated.begin(), generated.end()), alone(requests.at(sequence->id()), 16))
+          << "prompt of " << sequence->prompt_length() << (buckets ? ", chunk buckets" : "");
+    }
+    if (!buckets) {
+      padding_of_whole_chunks = engine.stats().prefill_padding;
+      continue;
+    }
+    // Whole chunks: 5 -> 11, 70 -> 10, 17 -> 15, 33 -> 15, the last 2 -> 14 padding; in
+    // buckets: 5 -> 3, 70 (16 x 4 + 6) -> 2, 17 (16 + 1) -> 3, 33 (16 x 2 + 1) -> 3, 2 -> 2.
+    EXPECT_EQ(padding_of_whole_chunks, 65);
+    EXPECT_EQ(engine.stats().prefill_padding, 13);
+  }
 }
 
 // A cancelled sequence ends at the next step boundary and its slot goes to the next
