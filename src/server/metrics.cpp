@@ -74,6 +74,8 @@ std::string Metrics::text(const EngineGauges& gauges) const {
        stats.prefill_tokens);
   line("shardlm_engine_decode_tokens_total", "counter", "Tokens fed to decode steps (padding not counted).",
        stats.decode_tokens);
+  line("shardlm_engine_prefill_padding_tokens_total", "counter",
+       "Padding positions of prefill steps' rows (computed, not prompt).", stats.prefill_padding);
   line("shardlm_engine_prefill_seconds_total", "counter", "Seconds in prefill steps.", stats.prefill_s);
   line("shardlm_engine_decode_seconds_total", "counter", "Seconds in decode steps.", stats.decode_s);
   out += "# HELP shardlm_time_to_first_token_seconds From a sequence's arrival to its first token.\n"
