@@ -162,20 +162,27 @@ void run(const BenchArguments& args) {
            : on_cpu           ? backends::cpu::measure_read_bandwidth_gbs(threads)
                               : 0;
   };
-  // The prefill's limit is the peak of the instruction its matmuls run: bf16 dot products
-  // on the AVX512-BF16 table over bf16 weights (twice the f32 FMA's multiply-adds), else f32 FMAs.
+  // The prefill's limit is the peak of the instruction its matmuls run: on the AVX512-BF16
+  // table bf16 dot products over bf16 weights (twice the f32 FMA's multiply-adds) and int8
+  // dot products over int8 ones (four times), else f32 FMAs.
   const std::optional<DType> weight_dtype = !args.model.quantize.empty() ? std::optional(DType::i8)
                                             : !args.model.dtype.empty()  ? std::optional(parse_dtype(args.model.dtype))
                                                                          : config.torch_dtype;
-  const bool dot_products = on_cpu && weight_dtype && backends::cpu::matmul_kernels().isa == "avx512_bf16" &&
-                            backends::cpu::gemm_rounds_input_to_bf16(backends::cpu::matmul_kernels(), *weight_dtype,
-                                                                     config.hidden_size);
-  const char* peak_instruction = dot_products ? "bf16 dot product (VDPBF16PS)" : "f32 FMA";
+  const backends::cpu::MatmulKernels& table = backends::cpu::matmul_kernels();
+  const bool on_dot_table = on_cpu && weight_dtype && table.isa == "avx512_bf16";
+  const bool bf16_dots =
+      on_dot_table && backends::cpu::gemm_rounds_input_to_bf16(table, *weight_dtype, config.hidden_size);
+  const bool int8_dots =
+      on_dot_table && backends::cpu::gemm_rounds_input_to_int8(table, *weight_dtype, config.hidden_size);
+  const char* peak_instruction = bf16_dots   ? "bf16 dot product (VDPBF16PS)"
+                                 : int8_dots ? "int8 dot product (VPDPBUSD)"
+                                             : "f32 FMA";
   const auto probe_peak = [&] {
     if (args.fma_peak_gflops) return *args.fma_peak_gflops;
     if (!on_cpu) return 0.0;
-    return dot_products ? backends::cpu::measure_bf16_dot_peak_gflops(threads)
-                        : backends::cpu::measure_fma_peak_gflops(threads);
+    return bf16_dots   ? backends::cpu::measure_bf16_dot_peak_gflops(threads)
+           : int8_dots ? backends::cpu::measure_int8_dot_peak_gops(threads)
+                       : backends::cpu::measure_fma_peak_gflops(threads);
   };
   GenerationConfig decode = generation;
   decode.max_new_tokens = args.generated_tokens + 1;  // the first token ends the prefill
@@ -336,8 +343,9 @@ void add_bench_command(CLI::App& app) {
                       "host counts its share");
   command->add_option("--fma-peak-gflops", args->fma_peak_gflops,
                       "Matrix peak for the pp share (default on the CPU: measured before each repetition, for "
-                      "the instruction the prefill runs: f32 FMAs, or bf16 dot products on the avx512_bf16 "
-                      "kernels over bf16 weights); a GPU's bf16 matrix peak must be given");
+                      "the instruction the prefill runs: f32 FMAs, or on the avx512_bf16 kernels bf16 dot "
+                      "products over bf16 weights and int8 dot products over int8 ones); a GPU's bf16 matrix "
+                      "peak must be given");
   command->add_flag("--paired-probe", args->paired_probe,
                     "tg test: after the repetitions, one more run with a read-bandwidth probe pass after every "
                     "decode step, each step scored against the passes around it (CPU, one process; ~1.8x the tg "

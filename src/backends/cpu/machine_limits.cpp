@@ -8,6 +8,7 @@
 #include <cstring>
 #include <iterator>
 
+#include "backends/cpu/avx512_vnni_gemm.h"
 #include "backends/cpu/matmul_kernels.h"
 #include "core/error.h"
 
@@ -135,6 +136,20 @@ __attribute__((target("avx512f,avx512bf16"))) float run_bf16_dot_chains() {
   return _mm512_cvtss_f32(total);
 }
 
+// Independent chains of VPDPBUSD: each instruction 16 lanes x 4 byte products x 2 ops.
+__attribute__((target("avx512f,avx512vnni"))) float run_int8_dot_chains() {
+  __m512i acc[fma_chains];
+#pragma GCC unroll 16
+  for (int c = 0; c < fma_chains; ++c) acc[c] = _mm512_set1_epi32(c);
+  const __m512i a = _mm512_set1_epi8(3), b = _mm512_set1_epi8(-2);
+  for (int64_t i = 0; i < fma_iterations; ++i)
+#pragma GCC unroll 16
+    for (int c = 0; c < fma_chains; ++c) acc[c] = _mm512_dpbusd_epi32(acc[c], a, b);
+  __m512i total = acc[0];
+  for (int c = 1; c < fma_chains; ++c) total = _mm512_add_epi32(total, acc[c]);
+  return static_cast<float>(_mm512_cvtsi512_si32(total));
+}
+
 // The best of three passes of `chains` on every thread of a pool of `threads`, in
 // GFLOP/s, where one call does `flops_per_call` FLOPs.
 template <typename Chains>
@@ -155,6 +170,11 @@ double best_gflops(int threads, double flops_per_call, Chains chains) {
 double measure_bf16_dot_peak_gflops(int threads) {
   if (avx512_bf16_matmul_kernels() == nullptr) return 0;
   return best_gflops(threads, 2.0 * 2 * 16 * fma_chains * static_cast<double>(fma_iterations), run_bf16_dot_chains);
+}
+
+double measure_int8_dot_peak_gops(int threads) {
+  if (!avx512_vnni::cpu_runs_vnni()) return 0;
+  return best_gflops(threads, 2.0 * 4 * 16 * fma_chains * static_cast<double>(fma_iterations), run_int8_dot_chains);
 }
 
 double measure_fma_peak_gflops(int threads) {

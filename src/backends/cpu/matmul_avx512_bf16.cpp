@@ -2,8 +2,9 @@
 // weights with VDPBF16PS, which multiplies 16 pairs of bf16 values and adds each
 // pair's two products to an f32 lane: twice the multiply-adds of an f32 FMA in one
 // instruction; and decode steps of several sequences over bf16 weights the same way.
-// Everything else (decode's gemv of up to 4 rows, f32, f16 and int8 weights, a row length
-// that is not a multiple of 32) runs the AVX-512 table's kernels.
+// Prefill over int8 weights runs on AVX512_VNNI (matmul_avx512_vnni.cpp). Everything else
+// (decode's gemv of up to 4 rows, f32 and f16 weights, a row length that is not a multiple
+// of 32) runs the AVX-512 table's kernels.
 //
 // As the AMX table (and llama.cpp, and transformers running a bf16 model), the
 // activations are rounded to bf16 (nearest even) once per op; the products and their
@@ -29,6 +30,7 @@
 #include <utility>
 
 #include "backends/cpu/avx512_bf16_gemm.h"
+#include "backends/cpu/avx512_vnni_gemm.h"
 #include "backends/cpu/matmul_kernels.h"
 
 namespace shardlm::backends::cpu {
@@ -39,6 +41,11 @@ using avx512_bf16::panel_width, avx512_bf16::run, avx512_bf16::pack_panel, avx51
 constexpr int64_t k_block = 512, column_block = 128;
 
 bool runs_on_pairs(DType weight_dtype, int64_t in) { return weight_dtype == DType::bf16 && in % run == 0; }
+
+// int8 weights: VPDPBUSD (avx512_vnni_gemm.h), where the CPU has it.
+bool runs_on_quads(DType weight_dtype, int64_t in) {
+  return avx512_vnni::cpu_runs_vnni() && avx512_vnni::runs_on_quads(weight_dtype, in);
+}
 
 constexpr int64_t few_rows_max = 64, prefetch_distance = 32;
 bool few_rows(int64_t rows) { return rows <= few_rows_max; }
@@ -63,6 +70,7 @@ void round_rows(const float* x, int64_t rows, int64_t in, int64_t tile_begin, in
 
 void pack_input(const float* x, int64_t rows, int64_t in, DType weight_dtype, int64_t tile_begin, int64_t tile_end,
                 float* packed) {
+  if (runs_on_quads(weight_dtype, in)) return avx512_vnni::pack_input(x, rows, in, tile_begin, tile_end, packed);
   if (!runs_on_pairs(weight_dtype, in)) return fallback().pack_input(x, rows, in, weight_dtype, tile_begin, tile_end,
                                                                      packed);
   if (few_rows(rows)) return round_rows(x, rows, in, tile_begin, tile_end, reinterpret_cast<uint16_t*>(packed));
@@ -181,6 +189,7 @@ void gemm(const float* x, int64_t rows, const WeightView& w, int64_t o_begin, in
           int64_t stride) {
   if (runs_on_pairs(w.dtype, w.in) && few_rows(rows)) gemm_few_rows(x, rows, w, o_begin, o_end, out, stride);
   else if (runs_on_pairs(w.dtype, w.in)) gemm_on_pairs(x, rows, w, o_begin, o_end, out, stride);
+  else if (runs_on_quads(w.dtype, w.in)) avx512_vnni::gemm(x, rows, w, o_begin, o_end, out, stride);
   else fallback().gemm(x, rows, w, o_begin, o_end, out, stride);
 }
 
@@ -211,6 +220,7 @@ const MatmulKernels* avx512_bf16_matmul_kernels() {
                                      .gemv_input_row_floats = fallback().gemv_input_row_floats,
                                      .silu_multiply = fallback().silu_multiply,
                                      .gemm_rounds_input_to_bf16 = runs_on_pairs,
+                                     .gemm_rounds_input_to_int8 = runs_on_quads,
                                      .flash_block = flash_block,
                                      .decode_attention = fallback().decode_attention,
                                      .flash_rounds_to_bf16 = flash_rounds_to_bf16};

@@ -56,6 +56,9 @@ struct MatmulKernels {
   void (*silu_multiply)(const float* gate, float* inout, int64_t count) = nullptr;
   // Where gemm rounds the activations to bf16 (gemm_rounds_input_to_bf16); null: never.
   bool (*gemm_rounds_input_to_bf16)(DType weight_dtype, int64_t in) = nullptr;
+  // Where gemm rounds the activations to int8 per 32-element block (gemm_rounds_input_to_int8);
+  // null: never.
+  bool (*gemm_rounds_input_to_int8)(DType weight_dtype, int64_t in) = nullptr;
   // The attention kernels of this instruction set for a head_dim (attention_kernels.h),
   // or null (here, or returned) where attention.cpp's own loops run: a forced table
   // (SHARDLM_CPU_KERNELS) then decides attention as it does the matmuls.
@@ -117,6 +120,10 @@ bool gemm_rounds_input_to_bf16(const MatmulKernels& kernels, DType weight_dtype,
 // of `cache_dtype` (the AVX512-BF16 table's, over a bf16 cache whose head_dim is a multiple
 // of 32): 2^-9 relative each, as a bf16 model's attention in transformers.
 bool flash_rounds_to_bf16(const MatmulKernels& kernels, DType cache_dtype, int64_t head_dim);
+// Whether `kernels`' gemm rounds the activations to int8, a scale per 32-element block (the
+// AVX512-BF16 table's over int8 weights, on VPDPBUSD): up to 1/254 of each block's largest
+// magnitude per element, as llama.cpp's Q8_0 activations.
+bool gemm_rounds_input_to_int8(const MatmulKernels& kernels, DType weight_dtype, int64_t in);
 // Every table this CPU can run, best last.
 std::span<const MatmulKernels* const> available_matmul_kernels();
 // The table the CPU backend runs: the best available, or the one whose isa the

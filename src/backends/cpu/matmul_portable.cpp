@@ -84,6 +84,10 @@ bool flash_rounds_to_bf16(const MatmulKernels& kernels, DType cache_dtype, int64
   return kernels.flash_rounds_to_bf16 && kernels.flash_rounds_to_bf16(cache_dtype, head_dim);
 }
 
+bool gemm_rounds_input_to_int8(const MatmulKernels& kernels, DType weight_dtype, int64_t in) {
+  return kernels.gemm_rounds_input_to_int8 && kernels.gemm_rounds_input_to_int8(weight_dtype, in);
+}
+
 bool cpu_has_avx512() {
   // libgcc's checks include the OS's: XCR0 must have the 512-bit state enabled.
   static const bool supported = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&

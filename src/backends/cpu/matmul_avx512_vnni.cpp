@@ -1,0 +1,199 @@
+// The int8 prefill of the AVX512-BF16 table (AMD Zen 4, Intel Cooper Lake and later, all
+// of which have AVX512_VNNI): int8 weights (an f16 scale s a 32-weight block) against the
+// activations rounded to int8 per 32-element block (a scale d each: llama.cpp's Q8_0
+// activations), by VPDPBUSD, which adds four byte products to an int32 lane: four times
+// an f32 FMA's multiply-adds an instruction. Each block's int32 sums are scaled into f32:
+//   y[r, o] = sum over blocks b of s[o, b] d[r, b] sum over k in b of q[o, k] xq[r, k].
+// Rounding the activations to 8 bits is what this costs: up to d / 2 per element (1/254
+// of the block's largest), against the f32 FMAs' exact products; tests/backends holds the
+// table to that bound.
+//
+// VPDPBUSD multiplies unsigned by signed bytes: the weights go in as q + 128 (q ^ 0x80,
+// as u8) and each block's sums start at -128 sum over k of xq[r, k], kept with the input.
+//
+// Layouts. Input tile t (12 rows), k block k0 of kc: [kc / 4][12] dwords of four s8 (k
+// quads), then [kc / 32][12] f32 scales d, then [kc / 32][12] int32 starts. Weight panel
+// (32 columns, one k block): [kc / 4][32] dwords of four u8 (sixteen rows' 64-byte runs
+// transposed as 32-bit elements), then [kc / 32][32] f32 scales s.
+#include "backends/cpu/avx512_vnni_gemm.h"
+
+#include <cpuid.h>
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <utility>
+
+#include "backends/cpu/avx512_gemm.h"
+#include "core/dtype.h"
+
+namespace shardlm::backends::cpu::avx512_vnni {
+namespace {
+
+using avx512::micro_rows;
+constexpr int64_t block = Tensor::quant_block, quads_per_block = block / 4;
+constexpr int64_t panel_width = 32, k_block = 512, column_block = 128;
+constexpr int64_t kernel_rows = 6;  // rows a micro-kernel call takes: half a tile
+
+// Dwords of one tile's k block: quads, scales, starts.
+constexpr int64_t tile_block_dwords(int64_t kc) { return (kc / 4 + 2 * (kc / block)) * micro_rows; }
+// Dwords of one panel's k block: quads, scales.
+constexpr int64_t panel_dwords(int64_t kc) { return (kc / 4 + kc / block) * panel_width; }
+
+// Where tile t's k block k0 starts: [k block][tile][...], in dwords.
+int64_t packed_tile_offset(int64_t tiles, int64_t in, int64_t t, int64_t k0) {
+  return tiles * tile_block_dwords(k0) + t * tile_block_dwords(std::min(k_block, in - k0));
+}
+
+// Row x[0, kc) rounded per 32-element block as column i of a tile's k block: quads, the
+// blocks' scales d and their sums' starts (-128 times the sum of the block's xq).
+void pack_row(const float* x, int64_t kc, int64_t i, uint32_t* tile) {
+  auto* scales = reinterpret_cast<float*>(tile + kc / 4 * micro_rows);
+  auto* starts = reinterpret_cast<int32_t*>(tile + (kc / 4 + kc / block) * micro_rows);
+  alignas(64) int8_t rounded[block];
+  for (int64_t b = 0; b < kc / block; ++b) {
+    const __m512 low = _mm512_loadu_ps(x + b * block), high = _mm512_loadu_ps(x + b * block + 16);
+    const float largest = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(low), _mm512_abs_ps(high)));
+    const float d = largest / 127.0f, inverse = largest > 0 ? 127.0f / largest : 0.0f;
+    const __m512i q_low = _mm512_cvtps_epi32(_mm512_mul_ps(low, _mm512_set1_ps(inverse)));
+    const __m512i q_high = _mm512_cvtps_epi32(_mm512_mul_ps(high, _mm512_set1_ps(inverse)));
+    _mm_store_si128(reinterpret_cast<__m128i*>(rounded), _mm512_cvtsepi32_epi8(q_low));
+    _mm_store_si128(reinterpret_cast<__m128i*>(rounded + 16), _mm512_cvtsepi32_epi8(q_high));
+    scales[b * micro_rows + i] = d;
+    starts[b * micro_rows + i] = -128 * _mm512_reduce_add_epi32(_mm512_add_epi32(q_low, q_high));
+    for (int64_t q = 0; q < quads_per_block; ++q) {
+      uint32_t quad;
+      std::memcpy(&quad, rounded + 4 * q, 4);
+      tile[(b * quads_per_block + q) * micro_rows + i] = quad;
+    }
+  }
+}
+
+// Weight columns [n0, n0 + width) (width <= 32, zero past it), k [k0, k0 + kc), as the panel
+// [kc / 4][32] dwords of u8 quads (q + 128), then its scales [kc / 32][32] f32.
+void pack_panel(const WeightView& w, int64_t n0, int64_t width, int64_t k0, int64_t kc, uint32_t* panel) {
+  const auto* weight = static_cast<const int8_t*>(w.data);
+  const __m512i offset = _mm512_set1_epi8(static_cast<char>(0x80));
+  for (int64_t group = 0; group < panel_width / 16; ++group)
+    for (int64_t k = 0; k < kc; k += 64) {
+      const auto bytes = static_cast<__mmask64>(kc - k >= 64 ? ~0ull : (1ull << (kc - k)) - 1);
+      __m512i runs[16];
+      for (int64_t i = 0; i < 16; ++i) {
+        const int64_t column = group * 16 + i;
+        runs[i] = column < width ? _mm512_xor_si512(_mm512_maskz_loadu_epi8(bytes, weight + (n0 + column) * w.in + k0 + k),
+                                                    offset)
+                                 : _mm512_setzero_si512();
+      }
+      avx512::transpose16(runs);  // runs[p]: quad p of the sixteen columns
+      for (int64_t p = 0; p < std::min<int64_t>(16, (kc - k) / 4); ++p)
+        _mm512_store_si512(panel + (k / 4 + p) * panel_width + group * 16, runs[p]);
+    }
+  auto* scales = reinterpret_cast<float*>(panel + kc / 4 * panel_width);
+  for (int64_t b = 0; b < kc / block; ++b)
+    for (int64_t column = 0; column < panel_width; ++column)
+      scales[b * panel_width + column] =
+          column < width ? f16_to_f32(w.block_scales[(n0 + column) * (w.in / block) + (k0 / block + b)]) : 0.0f;
+}
+
+// M <= 6 rows of a tile (from row `first`) against a 32-column panel over `blocks`
+// 32-element blocks: per block, 8 quad steps of VPDPBUSD into int32 sums that start at the
+// row's start, then those scaled by d (the row's) and s (the column's) into the f32 sums.
+// Then c[i, 0..width) (+)= the f32 sums.
+template <int M>
+void micro_kernel(const uint32_t* tile, int64_t first, const uint32_t* panel, int64_t blocks, float* c, int64_t ldc,
+                  int64_t width, bool accumulate) {
+  const uint32_t* quads = tile + first;
+  const auto* row_scales = reinterpret_cast<const float*>(tile + blocks * quads_per_block * micro_rows) + first;
+  const auto* row_starts =
+      reinterpret_cast<const int32_t*>(tile + blocks * (quads_per_block + 1) * micro_rows) + first;
+  const auto* column_scales = reinterpret_cast<const float*>(panel + blocks * quads_per_block * panel_width);
+  __m512 low[M], high[M];
+  SHARDLM_UNROLL
+  for (int i = 0; i < M; ++i) low[i] = high[i] = _mm512_setzero_ps();
+  if (accumulate) avx512::prefetch_sums<M>(c, ldc);
+  for (int64_t b = 0; b < blocks; ++b) {
+    __m512i dots_low[M], dots_high[M];
+    SHARDLM_UNROLL
+    for (int i = 0; i < M; ++i) dots_low[i] = dots_high[i] = _mm512_set1_epi32(row_starts[b * micro_rows + i]);
+    SHARDLM_UNROLL
+    for (int step = 0; step < quads_per_block; ++step) {
+      const int64_t s = b * quads_per_block + step;
+      const __m512i w0 = _mm512_load_si512(panel + s * panel_width);
+      const __m512i w1 = _mm512_load_si512(panel + s * panel_width + 16);
+      SHARDLM_UNROLL
+      for (int i = 0; i < M; ++i) {
+        const __m512i x = _mm512_set1_epi32(static_cast<int>(quads[s * micro_rows + i]));
+        dots_low[i] = _mm512_dpbusd_epi32(dots_low[i], w0, x);
+        dots_high[i] = _mm512_dpbusd_epi32(dots_high[i], w1, x);
+      }
+    }
+    const __m512 s0 = _mm512_load_ps(column_scales + b * panel_width);
+    const __m512 s1 = _mm512_load_ps(column_scales + b * panel_width + 16);
+    SHARDLM_UNROLL
+    for (int i = 0; i < M; ++i) {
+      const __m512 d = _mm512_set1_ps(row_scales[b * micro_rows + i]);
+      low[i] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(dots_low[i]), d), s0, low[i]);
+      high[i] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(dots_high[i]), d), s1, high[i]);
+    }
+  }
+  avx512::store_sums<M>(low, high, c, ldc, width, accumulate);
+}
+
+template <int... M>
+void micro_kernel_rows(std::integer_sequence<int, M...>, int64_t rows, const uint32_t* tile, int64_t first,
+                       const uint32_t* panel, int64_t blocks, float* c, int64_t ldc, int64_t width, bool accumulate) {
+  ((rows == M + 1 ? micro_kernel<M + 1>(tile, first, panel, blocks, c, ldc, width, accumulate) : void()), ...);
+}
+
+}  // namespace
+
+bool cpu_runs_vnni() {
+  static const bool runs = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return cpu_has_avx512() && __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 11)) != 0;
+  }();
+  return runs;
+}
+
+bool runs_on_quads(DType weight_dtype, int64_t in) { return weight_dtype == DType::i8 && in % block == 0; }
+
+void pack_input(const float* x, int64_t rows, int64_t in, int64_t tile_begin, int64_t tile_end, float* packed) {
+  auto* dwords = reinterpret_cast<uint32_t*>(packed);
+  const int64_t tiles = (rows + micro_rows - 1) / micro_rows;
+  for (int64_t t = tile_begin; t < tile_end; ++t)
+    for (int64_t k0 = 0; k0 < in; k0 += k_block) {
+      const int64_t kc = std::min(k_block, in - k0);
+      uint32_t* tile = dwords + packed_tile_offset(tiles, in, t, k0);
+      for (int64_t i = 0; i < micro_rows; ++i) {
+        const int64_t r = t * micro_rows + i;
+        if (r < rows) {
+          pack_row(x + r * in + k0, kc, i, tile);
+        } else {  // zero quads, scales and starts
+          for (int64_t j = 0; j < tile_block_dwords(kc) / micro_rows; ++j) tile[j * micro_rows + i] = 0;
+        }
+      }
+    }
+}
+
+void gemm(const float* packed_x, int64_t rows, const WeightView& w, int64_t o_begin, int64_t o_end, float* out,
+          int64_t stride) {
+  alignas(64) uint32_t packed[panel_dwords(k_block) * (column_block / panel_width)];  // on the stack, 72 KB
+  const auto* x = reinterpret_cast<const uint32_t*>(packed_x);
+  const int64_t in = w.in, tiles = (rows + micro_rows - 1) / micro_rows;
+  avx512::for_gemm_blocks(
+      tiles, in, o_begin, o_end, k_block, column_block,
+      [&](int64_t p, int64_t n, int64_t width, int64_t k0, int64_t kc) {
+        pack_panel(w, n, width, k0, kc, packed + p * panel_dwords(kc));
+      },
+      [&](int64_t t, int64_t p, int64_t n, int64_t width, int64_t k0, int64_t kc) {
+        const uint32_t* tile = x + packed_tile_offset(tiles, in, t, k0);
+        for (int64_t first = 0; first < std::min(micro_rows, rows - t * micro_rows); first += kernel_rows)
+          micro_kernel_rows(std::make_integer_sequence<int, kernel_rows>{},
+                            std::min(kernel_rows, rows - t * micro_rows - first), tile, first,
+                            packed + p * panel_dwords(kc), kc / block, out + (t * micro_rows + first) * stride + n,
+                            stride, width, k0 > 0);
+      });
+}
+
+}  // namespace shardlm::backends::cpu::avx512_vnni
