@@ -51,10 +51,11 @@ when, kind, lp, lps, lt, lts = sys.argv[1:]
 lp, lps, lt, lts = map(float, (lp, lps, lt, lts))
 pp, pps, tg, tgs = d["pp_tok_s"], d["pp_tok_s_stddev"], d["tg_tok_s"], d["tg_tok_s_stddev"]
 pp_share, peak = d["pp_percent_of_fma_peak"], d["fma_peak_gflops"]
+unit = "G int8 ops/s" if "int8" in d.get("pp_peak_instruction", "") else "GFLOP/s"
 tg_share, bandwidth = d["tg_percent_of_roofline"], d["read_bandwidth_gbs"]
 print(f"| {when} | {kind} | {lp:.1f} ± {lps:.1f} | {pp:.1f} ± {pps:.1f} | {pp / lp:.2f} "
       f"| {lt:.2f} ± {lts:.2f} | {tg:.2f} ± {tgs:.2f} | {tg / lt:.2f} "
-      f"| {pp_share:.1f} (of {peak:.0f} GFLOP/s) | {tg_share:.1f} (of {bandwidth:.1f} GB/s) |")
+      f"| {pp_share:.1f} (of {peak:.0f} {unit}) | {tg_share:.1f} (of {bandwidth:.1f} GB/s) |")
 ' "$(date -u +%H:%M)" "$type" "$llama_pp" "$llama_pp_spread" "$llama_tg" "$llama_tg_spread"
   done
 done
