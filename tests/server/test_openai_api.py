@@ -245,6 +245,13 @@ def test_64_concurrent_streams_each_equal_their_solo_run(server):
     assert after["shardlm_generation_tokens_total"] - before["shardlm_generation_tokens_total"] == \
         sum(r["max_tokens"] for r in requests)
     assert after["shardlm_compiles_total"] == before["shardlm_compiles_total"]
+    # The engine's own counters: every prompt token prefilled or found in a slot's cache,
+    # every token after the first decoded once (the first comes from the prefill's logits).
+    delta = {name: after[name] - before[name] for name in after if name.startswith("shardlm_")}
+    assert delta["shardlm_engine_prefill_tokens_total"] + delta["shardlm_prefix_cache_hit_tokens_total"] == \
+        sum(len(r["prompt"]) for r in requests)
+    assert delta["shardlm_engine_decode_tokens_total"] == sum(r["max_tokens"] - 1 for r in requests)
+    assert delta["shardlm_engine_prefill_seconds_total"] > 0 and delta["shardlm_engine_decode_seconds_total"] > 0
 
 
 def test_a_full_queue_answers_503_with_retry_after():

@@ -118,10 +118,9 @@ void attention(ThreadPool& pool, const Tensor& q, const Tensor& k_cache, const T
   SHARDLM_CHECK((cache_dtype == DType::f32 || cache_dtype == DType::bf16) && v_cache.dtype() == cache_dtype &&
                     head_dim <= max_head_dim,
                 "attention: unsupported KV cache ", k_cache.describe(), " / ", v_cache.describe());
-  const auto key_range = [&](int64_t row) {  // [first, visible) of the keys row b * seq + s sees; padding: none
-    const int64_t visible = std::max<int64_t>(0, position[row] + 1);
-    return std::pair<int64_t, int64_t>{sliding_window > 0 ? std::max<int64_t>(0, visible - sliding_window) : 0,
-                                       visible};
+  const auto key_range = [&](int64_t row) {  // of row b * seq + s
+    const KeyRange seen = visible_keys(position[row], sliding_window);
+    return std::pair<int64_t, int64_t>{seen.first, seen.end};
   };
   const int64_t pairs = batch * seq * kv_heads;
   int64_t longest = 0;

@@ -76,19 +76,11 @@ void flash_block(const float* const* queries, const int32_t* positions, int64_t 
   // [flash_key_tile, head_dim]
   alignas(64) float widened_values[Cache == DType::f32 ? 1 : flash_key_tile * flash_max_head_dim];
   float maximum[flash_max_rows], sum[flash_max_rows];
-  int64_t first_key = INT64_MAX, end_key = 0;
-  for (int64_t r = 0; r < rows; ++r) {
+  for (int64_t r = 0; r < rows; ++r)
     // head_dim is a multiple of 16 (avx2_flash_block): whole vectors, here and below.
     for (int64_t d = 0; d < head_dim; d += 8)
       _mm256_store_ps(q + r * head_dim + d, _mm256_mul_ps(_mm256_loadu_ps(queries[r] + d), _mm256_set1_ps(scale)));
-    std::fill(o + r * head_dim, o + (r + 1) * head_dim, 0.0f);
-    maximum[r] = -INFINITY;
-    sum[r] = 0;
-    const int64_t visible = positions[r] + 1;
-    if (visible <= 0) continue;  // padding row
-    first_key = std::min(first_key, sliding_window > 0 ? std::max<int64_t>(0, visible - sliding_window) : 0);
-    end_key = std::max(end_key, visible);
-  }
+  const auto [first_key, end_key] = start_flash_rows(positions, rows, sliding_window, head_dim, o, maximum, sum);
   const WeightView key_rows{keys, Cache, head_dim}, value_rows{values, Cache, head_dim};
   for (int64_t t0 = first_key; t0 < end_key; t0 += flash_key_tile) {
     const int64_t count = std::min(flash_key_tile, end_key - t0), panels = (count + panel_width - 1) / panel_width;
@@ -102,10 +94,9 @@ void flash_block(const float* const* queries, const int32_t* positions, int64_t 
                           s + r0 * flash_key_tile + p * panel_width, flash_key_tile,
                           std::min(panel_width, count - p * panel_width), false);
     for (int64_t r = 0; r < rows; ++r) {
-      const int64_t visible = positions[r] + 1;
-      const int64_t first = sliding_window > 0 ? std::max<int64_t>(0, visible - sliding_window) : 0;
-      online_softmax_tile(s + r * flash_key_tile, count, first - t0, std::min(visible, end_key) - t0, maximum[r],
-                          sum[r], o + r * head_dim, head_dim);
+      const KeyRange seen = visible_keys(positions[r], sliding_window);
+      online_softmax_tile(s + r * flash_key_tile, count, seen.first - t0, std::min(seen.end, end_key) - t0,
+                          maximum[r], sum[r], o + r * head_dim, head_dim);
     }
     // V rows are [k][n] panels as they lie; a bf16 tile is widened first.
     const float* value_tile = static_cast<const float*>(values) + t0 * head_dim;

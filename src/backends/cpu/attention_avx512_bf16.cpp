@@ -96,21 +96,13 @@ void flash_block(const float* const* queries, const int32_t* positions, int64_t 
   alignas(64) uint32_t k_panels[key_tile / panel_width * flash_max_head_dim / 2 * panel_width];  // [panel][d pair][32]
   alignas(64) uint32_t v_panels[flash_max_head_dim / panel_width * key_tile / 2 * panel_width];  // [d panel][key pair][32]
   float maximum[flash_max_rows], sum[flash_max_rows];
-  int64_t first_key = INT64_MAX, end_key = 0;
   const __m512 scaling = _mm512_set1_ps(scale);
-  for (int64_t r = 0; r < rows; ++r) {
+  for (int64_t r = 0; r < rows; ++r)
     for (int64_t d = 0; d < head_dim; d += 32)  // head_dim is a multiple of 32 (avx512_bf16_flash_block)
       _mm512_store_si512(q + r * q_stride + d / 2,
                          (__m512i)_mm512_cvtne2ps_pbh(_mm512_mul_ps(_mm512_loadu_ps(queries[r] + d + 16), scaling),
                                                       _mm512_mul_ps(_mm512_loadu_ps(queries[r] + d), scaling)));
-    std::fill(o + r * head_dim, o + (r + 1) * head_dim, 0.0f);
-    maximum[r] = -INFINITY;
-    sum[r] = 0;
-    const int64_t visible = positions[r] + 1;
-    if (visible <= 0) continue;  // padding row
-    first_key = std::min(first_key, sliding_window > 0 ? std::max<int64_t>(0, visible - sliding_window) : 0);
-    end_key = std::max(end_key, visible);
-  }
+  const auto [first_key, end_key] = start_flash_rows(positions, rows, sliding_window, head_dim, o, maximum, sum);
   const WeightView key_rows{keys, DType::bf16, head_dim};
   for (int64_t t0 = first_key; t0 < end_key; t0 += key_tile) {
     const int64_t count = std::min(key_tile, end_key - t0), panels = (count + panel_width - 1) / panel_width;
@@ -125,9 +117,8 @@ void flash_block(const float* const* queries, const int32_t* positions, int64_t 
             std::min(micro_rows, rows - r0), q + r0 * q_stride, k_panels + panel * dim_pairs * panel_width, dim_pairs,
             s + r0 * key_tile + panel * panel_width, key_tile, width(panel), false, avx512_bf16::MultiplyAddPairs{});
     for (int64_t r = 0; r < rows; ++r) {
-      const int64_t visible = positions[r] + 1;
-      const int64_t first = sliding_window > 0 ? std::max<int64_t>(0, visible - sliding_window) : 0;
-      softmax_to_pairs(s + r * key_tile, count, first - t0, std::min(visible, end_key) - t0, maximum[r], sum[r],
+      const KeyRange seen = visible_keys(positions[r], sliding_window);
+      softmax_to_pairs(s + r * key_tile, count, seen.first - t0, std::min(seen.end, end_key) - t0, maximum[r], sum[r],
                        o + r * head_dim, head_dim, p + r * p_stride);
     }
     pack_value_panels(static_cast<const uint16_t*>(values), t0, count, head_dim, v_panels);

@@ -1,6 +1,8 @@
 #pragma once
 // Prefill attention kernels that take a block of query rows sharing one KV head.
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 
 #include <shardlm/dtype.h>
@@ -8,6 +10,33 @@
 namespace shardlm::backends::cpu {
 
 constexpr int64_t flash_max_rows = 48, flash_max_head_dim = 256;
+
+// The keys [first, end) a query row at `position` sees: those up to its own, only the last
+// `sliding_window` of them when > 0; none for padding (a negative position).
+struct KeyRange {
+  int64_t first = 0, end = 0;
+};
+inline KeyRange visible_keys(int64_t position, int64_t sliding_window) {
+  const int64_t end = std::max<int64_t>(0, position + 1);
+  return {sliding_window > 0 ? std::max<int64_t>(0, end - sliding_window) : 0, end};
+}
+
+// A flash block's rows before its first key tile: each row's output o [rows, head_dim]
+// zero, its running maximum -inf and sum 0. Returns the keys any of them sees (empty
+// where all are padding).
+inline KeyRange start_flash_rows(const int32_t* positions, int64_t rows, int64_t sliding_window, int64_t head_dim,
+                                 float* o, float* maximum, float* sum) {
+  KeyRange all{INT64_MAX, 0};
+  for (int64_t r = 0; r < rows; ++r) {
+    std::fill(o + r * head_dim, o + (r + 1) * head_dim, 0.0f);
+    maximum[r] = -INFINITY;
+    sum[r] = 0;
+    const KeyRange seen = visible_keys(positions[r], sliding_window);
+    if (seen.end == 0) continue;  // padding row
+    all = {std::min(all.first, seen.first), std::max(all.end, seen.end)};
+  }
+  return all;
+}
 
 // outputs[r] = softmax over the visible keys of (queries[r] . keys[t] * scale) . values[t],
 // for rows <= flash_max_rows; row r sees keys up to positions[r] (and only the last
