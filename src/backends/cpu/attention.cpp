@@ -118,14 +118,10 @@ void attention(ThreadPool& pool, const Tensor& q, const Tensor& k_cache, const T
   SHARDLM_CHECK((cache_dtype == DType::f32 || cache_dtype == DType::bf16) && v_cache.dtype() == cache_dtype &&
                     head_dim <= max_head_dim,
                 "attention: unsupported KV cache ", k_cache.describe(), " / ", v_cache.describe());
-  const auto key_range = [&](int64_t row) {  // of row b * seq + s
-    const KeyRange seen = visible_keys(position[row], sliding_window);
-    return std::pair<int64_t, int64_t>{seen.first, seen.end};
-  };
   const int64_t pairs = batch * seq * kv_heads;
   int64_t longest = 0;
   for (int64_t row = 0; row < batch * seq; ++row) {
-    const auto [first, visible] = key_range(row);
+    const auto [first, visible] = visible_keys(position[row], sliding_window);
     longest = std::max(longest, visible - first);
   }
   // With few KV heads (or many threads) the (row, KV head) pairs alone leave threads
@@ -170,7 +166,7 @@ void attention(ThreadPool& pool, const Tensor& q, const Tensor& k_cache, const T
   float* const partials = partial_buffer.data();
   pool.run(pairs * splits, [&](int64_t task) {
     const int64_t pair = task / splits, part = task % splits, row = pair / kv_heads, kv_head = pair % kv_heads;
-    const auto [first, visible] = key_range(row);
+    const auto [first, visible] = visible_keys(position[row], sliding_window);
     const int64_t part_first = std::min(visible, first + part * part_length);
     const int64_t part_end = std::min(visible, part_first + part_length);
     float* result = splits > 1 ? partials + task * partial_floats

@@ -38,20 +38,12 @@ inline void pack_pairs_column(const float* row, int64_t length, int64_t i, uint3
 }
 
 // Rows [n0, n0 + width) (width <= 32, zero past it) of a bf16 matrix [*, w.in], elements
-// [k0, k0 + kc) (kc a multiple of 32), as the panel [kc / 2][32] of 32-bit bf16 pairs:
-// sixteen rows' 64-byte runs transposed as 32-bit elements.
+// [k0, k0 + kc) (kc a multiple of 32), as the panel [kc / 2][32] of 32-bit bf16 pairs.
 inline void pack_panel(const WeightView& w, int64_t n0, int64_t width, int64_t k0, int64_t kc, uint32_t* panel) {
-  const auto* weight = static_cast<const uint16_t*>(w.data);
-  for (int64_t group = 0; group < panel_width / 16; ++group)
-    for (int64_t k = 0; k < kc; k += run) {
-      __m512i runs[16];
-      for (int64_t i = 0; i < 16; ++i) {
-        const int64_t column = group * 16 + i;
-        runs[i] = column < width ? _mm512_loadu_si512(weight + (n0 + column) * w.in + k0 + k) : _mm512_setzero_si512();
-      }
-      avx512::transpose16(runs);  // runs[p]: pair p of the sixteen rows
-      for (int64_t p = 0; p < 16; ++p) _mm512_store_si512(panel + (k / 2 + p) * panel_width + group * 16, runs[p]);
-    }
+  const auto* weight = static_cast<const uint16_t*>(w.data) + n0 * w.in + k0;
+  avx512::transpose_into_panel(
+      width, kc / 2, [&](int64_t column, int64_t pair) { return _mm512_loadu_si512(weight + column * w.in + 2 * pair); },
+      panel);
 }
 
 }  // namespace shardlm::backends::cpu::avx512_bf16

@@ -40,6 +40,26 @@ inline void transpose16(__m512i rows[16]) {
   }
 }
 
+// A 32-column panel [steps][32] of 32-bit elements (a bf16 pair, four int8) from 32
+// matrix rows whose runs lie along k: load(column, s0) gives column `column`'s 64 bytes from
+// its element s0 on; columns past `width` are zero. Sixteen columns' runs at a time are
+// transposed in registers, so each step's 16 elements are one store.
+template <typename Load>
+inline void transpose_into_panel(int64_t width, int64_t steps, Load load, uint32_t* panel) {
+  constexpr int64_t panel_width = 32;
+  for (int64_t group = 0; group < panel_width / 16; ++group)
+    for (int64_t s0 = 0; s0 < steps; s0 += 16) {
+      __m512i runs[16];
+      for (int64_t i = 0; i < 16; ++i) {
+        const int64_t column = group * 16 + i;
+        runs[i] = column < width ? load(column, s0) : _mm512_setzero_si512();
+      }
+      transpose16(runs);  // runs[p]: element s0 + p of the sixteen columns
+      for (int64_t p = 0; p < std::min<int64_t>(16, steps - s0); ++p)
+        _mm512_store_si512(panel + (s0 + p) * panel_width + group * 16, runs[p]);
+    }
+}
+
 // The micro-kernel's rows: a packed input tile holds 12 rows, [step][12] 32-bit elements.
 constexpr int64_t micro_rows = 12;
 

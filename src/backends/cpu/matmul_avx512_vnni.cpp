@@ -73,22 +73,16 @@ void pack_row(const float* x, int64_t kc, int64_t i, uint32_t* tile) {
 // Weight columns [n0, n0 + width) (width <= 32, zero past it), k [k0, k0 + kc), as the panel
 // [kc / 4][32] dwords of u8 quads (q + 128), then its scales [kc / 32][32] f32.
 void pack_panel(const WeightView& w, int64_t n0, int64_t width, int64_t k0, int64_t kc, uint32_t* panel) {
-  const auto* weight = static_cast<const int8_t*>(w.data);
+  const auto* weight = static_cast<const int8_t*>(w.data) + n0 * w.in + k0;
   const __m512i offset = _mm512_set1_epi8(static_cast<char>(0x80));
-  for (int64_t group = 0; group < panel_width / 16; ++group)
-    for (int64_t k = 0; k < kc; k += 64) {
-      const auto bytes = static_cast<__mmask64>(kc - k >= 64 ? ~0ull : (1ull << (kc - k)) - 1);
-      __m512i runs[16];
-      for (int64_t i = 0; i < 16; ++i) {
-        const int64_t column = group * 16 + i;
-        runs[i] = column < width ? _mm512_xor_si512(_mm512_maskz_loadu_epi8(bytes, weight + (n0 + column) * w.in + k0 + k),
-                                                    offset)
-                                 : _mm512_setzero_si512();
-      }
-      avx512::transpose16(runs);  // runs[p]: quad p of the sixteen columns
-      for (int64_t p = 0; p < std::min<int64_t>(16, (kc - k) / 4); ++p)
-        _mm512_store_si512(panel + (k / 4 + p) * panel_width + group * 16, runs[p]);
-    }
+  avx512::transpose_into_panel(
+      width, kc / 4,
+      [&](int64_t column, int64_t quad) {
+        const int64_t left = kc - 4 * quad;  // bytes of the row in this k block from the quad on
+        const auto bytes = static_cast<__mmask64>(left >= 64 ? ~0ull : (1ull << left) - 1);
+        return _mm512_xor_si512(_mm512_maskz_loadu_epi8(bytes, weight + column * w.in + 4 * quad), offset);
+      },
+      panel);
   auto* scales = reinterpret_cast<float*>(panel + kc / 4 * panel_width);
   for (int64_t b = 0; b < kc / block; ++b)
     for (int64_t column = 0; column < panel_width; ++column)
