@@ -29,6 +29,11 @@ struct DistributedConfig {
   // "packed_colwise", "packed_rowwise", or transformers' aliases "colwise_rep",
   // "rowwise_rep", "replicated_with_grad_allreduce").
   std::map<std::string, std::string> tp_plan{};
+  // A collective of a forward pass that waits longer than this ends the job with a
+  // message naming the rank and its host: over TCP a lost host or link is otherwise
+  // silent and the job would hang. Ranks of one step wait for each other for
+  // milliseconds; 0 waits forever.
+  double collective_timeout_seconds = 20;
 };
 
 struct PretrainedOptions {
@@ -104,6 +109,7 @@ class SHARDLM_API AutoModelForCausalLM {
     size_t arena_bytes = 0, kv_cache_bytes = 0;
     // Seconds of this rank in tensor-parallel collectives, during prefill and decode.
     double prefill_communication_s = 0, decode_communication_s = 0;
+    int64_t decode_collectives = 0;  // tensor-parallel collectives of the decode steps
     int64_t decode_tokens = 0;
     // Whole programs the backend compiled, or loaded from its on-disk compile cache, in
     // this process so far (pjrt/tpu; 0 elsewhere).

@@ -136,6 +136,7 @@ AutoModelForCausalLM::Stats AutoModelForCausalLM::last_stats() const {
   result.kv_cache_bytes = impl_->generator->cache_bytes();
   result.prefill_communication_s = stats.prefill_communication_s;
   result.decode_communication_s = stats.decode_communication_s;
+  result.decode_collectives = stats.decode_collectives;
   result.decode_tokens = stats.decode_tokens;
   const backends::ProgramStats programs = impl_->backend->program_stats();
   result.programs_compiled = programs.compiled;

@@ -30,6 +30,12 @@ parallel::TensorParallel join_tensor_parallel(const std::optional<DistributedCon
   // Ranks other than 0 keep quiet unless asked for verbose logs (each then reports its load).
   if (world->rank() != 0 && log::level() == log::Level::notice) log::set_level(log::Level::warning);
   tensor_parallel.group = world;
+  if (config) {
+    if (!(config->collective_timeout_seconds >= 0))
+      throw JobError(str_cat("collective_timeout_seconds is ", config->collective_timeout_seconds,
+                             ": use a number of seconds, or 0 to wait forever"));
+    world->set_collective_timeout(config->collective_timeout_seconds);
+  }
   // Every rank checks the same plan text, so a bad style fails on all of them alike.
   if (config) {
     try {

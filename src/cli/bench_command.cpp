@@ -193,7 +193,7 @@ void run(const BenchArguments& args) {
       prompts.input_ids.push_back(random_prompt(args.tg_prompt_tokens, config.vocab_size, random));
     return prompts;
   };
-  std::vector<double> pp, tg, tg_communication_ms, peaks, bandwidths, pp_shares, tg_shares;
+  std::vector<double> pp, tg, tg_communication_ms, tg_collectives, peaks, bandwidths, pp_shares, tg_shares;
   size_t peak_rss = 0;
   for (int64_t repetition = -1; repetition < args.repetitions; ++repetition) {  // -1: warm-up (compiles)
     if (repetition == 0) peak_rss = peak_resident_bytes();  // before any probe's buffer
@@ -214,6 +214,9 @@ void run(const BenchArguments& args) {
         const AutoModelForCausalLM::Stats stats = model.last_stats();
         tg.push_back(stats.decode_tokens_per_s);
         tg_communication_ms.push_back(1e3 * stats.decode_communication_s / static_cast<double>(stats.decode_tokens));
+        // Per step: a step decodes a token of every row with one set of collectives.
+        tg_collectives.push_back(static_cast<double>(stats.decode_collectives) * args.batch /
+                                 static_cast<double>(stats.decode_tokens));
         if (probe_each) bandwidths.back() = (bandwidths.back() + probe_bandwidth()) / 2;
       }
     }
@@ -257,6 +260,7 @@ void run(const BenchArguments& args) {
       {"tg_tok_s", tg_spread.mean},
       {"tg_tok_s_stddev", tg_spread.deviation},
       {"tg_communication_ms_per_token", communication.mean},
+      {"tg_collectives_per_step", spread_of(tg_collectives).mean},
       {"read_bytes_per_token", cost.read_bytes},
       {"matmul_flops_per_token", cost.matmul_flops},
       {"read_bandwidth_gbs", bandwidth.mean},
@@ -306,7 +310,8 @@ void run(const BenchArguments& args) {
                 static_cast<long long>(paired.steps), paired.share_of_mean, paired.mean_bandwidth_gbs,
                 paired.median_share_of_best);
   if (args.generated_tokens > 0 && model.tp_size() > 1)
-    std::printf("tg communication: %.3f ms per token in all-reduce/all-gather (rank 0)\n", communication.mean);
+    std::printf("tg communication: %.3f ms per token in all-reduce/all-gather (rank 0), %.0f collectives a step\n",
+                communication.mean, result["tg_collectives_per_step"].get<double>());
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // The `shardlm` command. Generated text goes to stdout; logs and errors to stderr.
 #include <cstdio>
 #include <exception>
+#include <string>
 
 #include "cli/commands.h"
 #include "core/error.h"
@@ -21,14 +22,15 @@ int main(int argc, char** argv) {
     return 1;
   } catch (const shardlm::Error& error) {
     std::fflush(stdout);
-    std::fprintf(stderr, "shardlm: error: %s\n", error.what());
-    // The other ranks may be waiting for this one in a collective: end them too.
+    // The other ranks may be waiting for this one in a collective: end them too, with a
+    // message naming this rank and its host (not returning in a job of several ranks).
     shardlm::parallel::abort_job_if_distributed(error.what());
+    std::fprintf(stderr, "shardlm: error: %s\n", error.what());
     return 1;
   } catch (const std::exception& error) {
     std::fflush(stdout);
+    shardlm::parallel::abort_job_if_distributed(std::string("internal error: ") + error.what());
     std::fprintf(stderr, "shardlm: internal error: %s\n", error.what());
-    shardlm::parallel::abort_job_if_distributed(error.what());
     return 3;
   }
   return 0;

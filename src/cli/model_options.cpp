@@ -42,6 +42,11 @@ void add_model_options(CLI::App& command, ModelArguments& args) {
   command.add_option("--tp-plan", args.tp_plan_file,
                      "JSON file of tp_plan rules over the architecture's default plan, e.g. "
                      "{\"model.layers.*.self_attn.q_proj\": \"replicate\"} (docs/TENSOR_PARALLEL.md)");
+  command.add_option("--collective-timeout", args.collective_timeout,
+                     "Tensor parallelism: seconds a rank waits in one collective for the others before it ends "
+                     "the job naming itself and its host (a lost host or network link); 0 waits forever")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
 }
 
 void add_sampling_options(CLI::App& command, SamplingArguments& args) {
@@ -87,7 +92,7 @@ GenerationConfig to_generation_config(const SamplingArguments& args) {
 
 LoadedModel load_model(const ModelArguments& args) {
   if (args.verbose) log::set_level(log::Level::info);
-  DistributedConfig distributed{.tp_size = args.tp_size};
+  DistributedConfig distributed{.tp_size = args.tp_size, .collective_timeout_seconds = args.collective_timeout};
   std::optional<io::ModelFiles> resolved;
   std::optional<AutoTokenizer> tokenizer;
   std::string model_path;

@@ -20,6 +20,7 @@ struct ModelArguments {
   bool verbose = false, mmap_weights = false;
   int tp_size = 1;
   std::string tp_plan_file;
+  double collective_timeout = DistributedConfig{}.collective_timeout_seconds;
   std::string pjrt_plugin, compile_cache;
   std::string topology;  // set by `shardlm compile --topology` only
 };

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "parallel/fault_injection.h"
 
 namespace shardlm::generation {
 
@@ -131,6 +132,7 @@ void Engine::retire_finished() {
 }
 
 void Engine::step() {
+  parallel::inject_fault_if_asked(runner_.model().process_group(), stats_.steps);
   retire_finished();
   admit();
   decoding_.clear();
@@ -189,6 +191,7 @@ void Engine::run_decode(const std::vector<Sequence*>& decoding) {
   const auto start = std::chrono::steady_clock::now();
   parallel::ProcessGroup& group = runner_.model().process_group();
   const double communication_before = group.communication_seconds();
+  const int64_t collectives_before = group.collective_count();
   const int64_t count = static_cast<int64_t>(decoding.size()), vocab = runner_.model().config().vocab_size;
   const int64_t batch = bucket_for(decode_buckets_, count), candidates = step_candidates(decoding);
   StepBuffers& step = runner_.buffers("decode", batch, 1, batch, candidates);
@@ -239,6 +242,7 @@ void Engine::run_decode(const std::vector<Sequence*>& decoding) {
   stats_.decode_tokens += count;
   stats_.decode_s += seconds_since(start);
   stats_.decode_communication_s += group.communication_seconds() - communication_before;
+  stats_.decode_collectives += group.collective_count() - collectives_before;
 }
 
 void Engine::run_prefill(const std::vector<Sequence*>& prefilling, bool every_position) {

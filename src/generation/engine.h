@@ -57,6 +57,7 @@ struct EngineStats {
   int64_t reused_prefix_tokens = 0;               // prompt tokens found in a slot, not prefilled
   double prefill_s = 0, decode_s = 0;             // in prefill and decode steps
   double prefill_communication_s = 0, decode_communication_s = 0;  // of those, in collectives
+  int64_t decode_collectives = 0;  // collectives the decode steps made
 };
 
 class Engine {

@@ -133,6 +133,7 @@ std::vector<GenerationResult> Generator::generate(const std::vector<std::vector<
   stats_.decode_tokens = ran.decode_tokens;
   stats_.decode_s = ran.decode_s;
   stats_.decode_communication_s = ran.decode_communication_s;
+  stats_.decode_collectives = ran.decode_collectives;
   stats_.compiles = compiles() - compiles_before;
   std::vector<GenerationResult> results(prompts.size());
   for (const auto& sequence : engine.finished()) {

@@ -58,6 +58,7 @@ struct GenerationStats {
   double decode_s = 0;
   // Of prefill_s and decode_s: seconds in tensor-parallel collectives.
   double prefill_communication_s = 0, decode_communication_s = 0;
+  int64_t decode_collectives = 0;
 };
 
 class Generator {

@@ -44,6 +44,10 @@ class NcclProcessGroup final : public ProcessGroup {
   int local_rank() const override { return bootstrap_->local_rank(); }
   int local_size() const override { return bootstrap_->local_size(); }
   std::string backend_name() const override { return "nccl"; }
+  std::string host_of(int rank) const override { return bootstrap_->host_of(rank); }
+  // NCCL's collectives are only enqueued here: the timeout covers the host broadcasts,
+  // which go through the bootstrap group.
+  void set_collective_timeout(double seconds) override { bootstrap_->set_collective_timeout(seconds); }
 
   // Enqueued only: the time is part of the step on the GPU, not counted here.
   void all_reduce_sum(const Tensor& tensor) override {

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "parallel/collective_watchdog.h"
 
 namespace shardlm::parallel {
 namespace {
@@ -29,7 +30,7 @@ class SingleProcessGroup final : public ProcessGroup {
   void broadcast(const Tensor&, int) override {}
   void barrier() override {}
   std::optional<std::string> first_failure(const std::optional<std::string>& failure) override {
-    return failure ? std::optional<std::string>("rank 0: " + *failure) : std::nullopt;
+    return failure ? std::optional<std::string>(describe_rank(0) + ": " + *failure) : std::nullopt;
   }
   [[noreturn]] void abort(const std::string& message) override {
     std::cerr << "error: " << message << "\n";
@@ -74,6 +75,7 @@ class MpiProcessGroup final : public ProcessGroup {
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     local_rank_ = env_int("OMPI_COMM_WORLD_LOCAL_RANK", env_int("MPI_LOCALRANKID", rank_));
     local_size_ = env_int("OMPI_COMM_WORLD_LOCAL_SIZE", env_int("MPI_LOCALNRANKS", size_));
+    gather_host_names();
   }
 
   int rank() const override { return rank_; }
@@ -81,10 +83,13 @@ class MpiProcessGroup final : public ProcessGroup {
   int local_rank() const override { return local_rank_; }
   int local_size() const override { return local_size_; }
   std::string backend_name() const override { return "mpi"; }
+  std::string host_of(int rank) const override { return hosts_.at(static_cast<size_t>(rank)); }
+  void set_collective_timeout(double seconds) override { watchdog_.set_timeout(seconds); }
 
   void all_reduce_sum(const Tensor& tensor) override {
     SHARDLM_CHECK(tensor.dtype() == DType::f32, "all_reduce_sum: expected float32, got ", tensor.describe());
     Timer timer(*this);
+    CollectiveWatchdog::Watch watch(watchdog_, "MPI_Allreduce");
     check_mpi(MPI_Allreduce(MPI_IN_PLACE, tensor.mutable_raw(), static_cast<int>(tensor.numel()), MPI_FLOAT, MPI_SUM,
                             MPI_COMM_WORLD),
               "MPI_Allreduce");
@@ -99,6 +104,7 @@ class MpiProcessGroup final : public ProcessGroup {
     SHARDLM_CHECK(local.shape()[1] == counts[rank_] && out.shape()[0] == rows && out.shape()[1] == total,
                   "all_gather_columns: local ", local.describe(), " and out ", out.describe(), " do not fit");
     Timer timer(*this);
+    CollectiveWatchdog::Watch watch(watchdog_, "MPI_Allgatherv");
     std::vector<int>& elements = gather_elements_;
     std::vector<int>& displacements = gather_displacements_;
     elements.resize(counts.size());
@@ -124,6 +130,7 @@ class MpiProcessGroup final : public ProcessGroup {
   }
 
   void broadcast(const Tensor& tensor, int root) override {
+    CollectiveWatchdog::Watch watch(watchdog_, "MPI_Bcast");
     check_mpi(MPI_Bcast(tensor.mutable_raw(), static_cast<int>(tensor.nbytes()), MPI_BYTE, root, MPI_COMM_WORLD),
               "MPI_Bcast");
   }
@@ -158,11 +165,12 @@ class MpiProcessGroup final : public ProcessGroup {
     check_mpi(MPI_Bcast(&length, 1, MPI_INT, first, MPI_COMM_WORLD), "MPI_Bcast");
     message.resize(static_cast<size_t>(length));
     check_mpi(MPI_Bcast(message.data(), length, MPI_CHAR, first, MPI_COMM_WORLD), "MPI_Bcast");
-    return str_cat("rank ", first, ": ", message);
+    return str_cat(describe_rank(first), ": ", message);
   }
 
   [[noreturn]] void abort(const std::string& message) override {
-    std::cerr << "error (rank " << rank_ << " of " << size_ << "): " << message << "\n" << std::flush;
+    std::cerr << "shardlm: error on " << describe_rank(rank_) << " of " << size_ << ": " << message << "\n"
+              << std::flush;
     MPI_Abort(MPI_COMM_WORLD, 1);
     std::exit(1);
   }
@@ -179,12 +187,47 @@ class MpiProcessGroup final : public ProcessGroup {
     std::chrono::steady_clock::time_point start;
   };
 
+  // Every rank learns every rank's host name once, so that any rank's message can name
+  // the host of another.
+  void gather_host_names() {
+    char name[MPI_MAX_PROCESSOR_NAME] = {};
+    int length = 0;
+    check_mpi(MPI_Get_processor_name(name, &length), "MPI_Get_processor_name");
+    std::vector<char> all(static_cast<size_t>(size_) * MPI_MAX_PROCESSOR_NAME);
+    check_mpi(MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR,
+                            MPI_COMM_WORLD),
+              "MPI_Allgather");
+    for (int r = 0; r < size_; ++r) {
+      const char* host = all.data() + static_cast<size_t>(r) * MPI_MAX_PROCESSOR_NAME;
+      hosts_.emplace_back(host, strnlen(host, MPI_MAX_PROCESSOR_NAME));
+    }
+  }
+
+  std::string describe_timeout(const char* collective, double waited_s) const {
+    std::string others;
+    for (int r = 0; r < size_; ++r)
+      if (r != rank_) others += str_cat(others.empty() ? "" : ", ", describe_rank(r));
+    return str_cat(describe_rank(rank_), " of ", size_, ": ", collective, " has waited ", static_cast<int>(waited_s),
+                   " s for ", others,
+                   ": one of them has stopped or is stuck, or the network to its host is down. The job ends; "
+                   "--collective-timeout sets this limit (docs/TENSOR_PARALLEL.md)");
+  }
+
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
+  std::vector<std::string> hosts_;
+  CollectiveWatchdog watchdog_{[this](const char* collective, double waited_s) {
+    return describe_timeout(collective, waited_s);
+  }};
   std::vector<float> staging_;
   std::vector<int> gather_elements_, gather_displacements_;
 };
 
 }  // namespace
+
+std::string ProcessGroup::describe_rank(int rank) const {
+  const std::string host = host_of(rank);
+  return host.empty() ? str_cat("rank ", rank) : str_cat("rank ", rank, " (", host, ")");
+}
 
 std::shared_ptr<ProcessGroup> single_process_group() { return std::make_shared<SingleProcessGroup>(); }
 

@@ -23,6 +23,15 @@ class ProcessGroup {
   virtual int local_rank() const = 0;
   virtual int local_size() const = 0;
   virtual std::string backend_name() const = 0;
+  // The host name rank `rank` runs on ("" for a group of one), for messages that must
+  // say where a failure happened.
+  virtual std::string host_of(int /*rank*/) const { return ""; }
+  // "rank 1 (node-b)", or "rank 1" where hosts are unknown.
+  std::string describe_rank(int rank) const;
+  // A collective of a forward pass (all_reduce_sum, all_gather_columns, broadcast) that
+  // waits longer than this ends the process with a message naming rank, host and
+  // collective (a lost host or link is otherwise silent over TCP). 0: wait forever.
+  virtual void set_collective_timeout(double /*seconds*/) {}
 
   // tensor f32, any shape: every rank ends with the element-wise sum over ranks.
   virtual void all_reduce_sum(const Tensor& tensor) = 0;
@@ -33,12 +42,12 @@ class ProcessGroup {
   virtual void broadcast(const Tensor& tensor, int root) = 0;
   // The same for a host tensor, on a rank that may wait long for root (a server's rank
   // between requests): after a short spin it sleeps between polls, so an idle rank does
-  // not hold a core as MPI's own wait does. Every rank must call this form for the same
+  // not hold a core as MPI's own wait does. No timeout: an idle server waits for ever. Every rank must call this form for the same
   // broadcast: MPI does not match a nonblocking collective with a blocking one.
   virtual void broadcast_waiting(const Tensor& tensor, int root) { broadcast(tensor, root); }
   virtual void barrier() = 0;
   // Collective: every rank passes its own failure (or nullopt) and gets back the first
-  // failing rank's message prefixed by "rank N: ", or nullopt when all succeeded. An
+  // failing rank's message prefixed by "rank N (host): ", or nullopt when all succeeded. An
   // error in one process becomes the same error in all of them, never a hang.
   virtual std::optional<std::string> first_failure(const std::optional<std::string>& failure) = 0;
   // Ends every process of the group at once with a non-zero status.

@@ -27,6 +27,20 @@ check "plain mpirun prints the same text" cmp -s "$work/alone.txt" "$work/mpirun
 
 "$shardlm" launch --dry-run --nproc-per-node 4 --hosts a,b -- shardlm generate >"$work/dry.txt"
 check "launch --dry-run spreads ranks over hosts" contains "$work/dry.txt" "-np 8 --host a:4,b:4"
+check "... and has lost hosts noticed within seconds" contains "$work/dry.txt" "--mca oob_tcp_keepalive_time 5"
+
+# Options taking lists stop at `--`, so the command keeps its own options.
+printf 'node1 slots=4\n# a comment\n\nnode2\n' >"$work/hostfile"
+SHARDLM_X=1 "$shardlm" launch --dry-run --hostfile "$work/hostfile" --network-interface eth1 --mca btl=tcp,self -- \
+  shardlm generate --tp-size 2 -n 3 >"$work/dry2.txt"
+check "launch --hostfile reads the hosts" contains "$work/dry2.txt" "-np 2 --host node1:1,node2:1"
+check "... --network-interface picks the interface for both MPI and its daemons" \
+  contains "$work/dry2.txt" "--mca btl_tcp_if_include eth1 --mca oob_tcp_if_include eth1"
+check "... --mca passes a parameter" contains "$work/dry2.txt" "--mca btl tcp,self"
+check "... SHARDLM_ variables reach every host" contains "$work/dry2.txt" "-x SHARDLM_X"
+check "... and the command keeps its options" contains "$work/dry2.txt" "generate --tp-size 2 -n 3"
+"$shardlm" launch --dry-run --mca btl -- shardlm generate >/dev/null 2>"$work/mca.err"
+check "--mca without a value fails" contains "$work/mca.err" "--mca 'btl' is not KEY=VALUE"
 
 "$shardlm" generate --tp-size 2 "${prompt[@]}" >"$work/mismatch.txt" 2>"$work/mismatch.err"
 status=$?
@@ -50,9 +64,25 @@ start=$(date +%s)
 status=$?
 elapsed=$(($(date +%s) - start))
 check "a rank that cannot load fails the job" test $status -ne 0
-check "... with that rank's message" contains "$work/broken.err" "rank 1: "
+check "... with that rank's message and host" contains "$work/broken.err" "rank 1 ($(hostname)): "
 check "... within 10 seconds ($elapsed s)" test "$elapsed" -le 10
 check "... printing no output" test ! -s "$work/broken.txt"
+
+# A rank that stalls mid-generation: the other rank's collective watchdog ends the job.
+start=$(date +%s)
+SHARDLM_INJECT_FAULT=1:3:delay=120 "$shardlm" launch --nproc-per-node 2 -- shardlm generate --tp-size 2 \
+  --collective-timeout 2 "${prompt[@]}" --output json >"$work/stalled.json" 2>"$work/stalled.err"
+status=$?
+elapsed=$(($(date +%s) - start))
+check "a stalled rank fails the job" test $status -ne 0
+check "... through the waiting rank's watchdog" contains "$work/stalled.err" "MPI_Allreduce has waited 2 s for rank 1 ("
+check "... within 15 seconds ($elapsed s)" test "$elapsed" -le 15
+check "... printing no output" test ! -s "$work/stalled.json"
+
+SHARDLM_INJECT_FAULT=one:3:error "$shardlm" generate "${prompt[@]}" >/dev/null 2>"$work/inject.err"
+check "a malformed SHARDLM_INJECT_FAULT is refused" contains "$work/inject.err" "is not RANK:STEP:error"
+"$shardlm" generate "${prompt[@]}" --collective-timeout -1 >/dev/null 2>"$work/timeout.err"
+check "a negative --collective-timeout is refused" test $? -ne 0
 
 echo '{"model.layers.*.mlp.up_proj": "sideways"}' >"$work/plan.json"
 "$shardlm" launch --nproc-per-node 2 -- shardlm generate --tp-size 2 --tp-plan "$work/plan.json" "${prompt[@]}" \

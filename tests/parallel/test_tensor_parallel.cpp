@@ -1,6 +1,8 @@
 // Tensor parallelism across processes. Run by CTest under mpirun with 2 and 4 ranks
 // (tests/parallel/CMakeLists.txt); every rank runs every test, and each also loads the
 // whole model alone (tp_size 1) as the reference its shard of the job must reproduce.
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -67,7 +69,11 @@ TEST(Collectives, SumGatherBroadcastAndAgreeOnFailures) {
 
   EXPECT_EQ(world().first_failure(std::nullopt), std::nullopt);
   std::optional<std::string> failure = rank >= 1 ? std::optional<std::string>(str_cat("disk ", rank)) : std::nullopt;
-  EXPECT_EQ(world().first_failure(failure), std::optional<std::string>("rank 1: disk 1"));
+  // The failing rank is named with its host, which every rank knows.
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  EXPECT_EQ(world().host_of(rank), std::string(host));
+  EXPECT_EQ(world().first_failure(failure), std::optional<std::string>(str_cat("rank 1 (", world().host_of(1), "): disk 1")));
 }
 
 struct ModelCase {
@@ -186,7 +192,7 @@ TEST(Errors, OneRankFailingToLoadFailsEveryRank) {
   const auto start = std::chrono::steady_clock::now();
   const std::string message = job_error_of([&] { AutoModelForCausalLM::from_pretrained(path, sharded_options()); });
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  EXPECT_NE(message.find(str_cat("rank ", failing, ": ")), std::string::npos) << message;
+  EXPECT_NE(message.find(str_cat(world().describe_rank(failing), ": ")), std::string::npos) << message;
   EXPECT_NE(message.find("safetensors"), std::string::npos) << message;
   EXPECT_LT(seconds, 10.0);
 }
