@@ -74,10 +74,11 @@ std::vector<std::pair<std::string, std::string>> mca_parameters(const LaunchArgu
     parameters.emplace_back("oob_tcp_if_include", list);
   }
   if (!args.hosts.empty())
-    for (const auto& [key, value] : multi_host_keepalive) {
+    for (const auto& setting : multi_host_keepalive) {
+      const std::string& key = setting.first;
       const bool set = std::getenv(("OMPI_MCA_" + key).c_str()) ||
                        std::any_of(parameters.begin(), parameters.end(), [&](const auto& p) { return p.first == key; });
-      if (!set) parameters.emplace_back(key, value);
+      if (!set) parameters.push_back(setting);
     }
   return parameters;
 }

@@ -1,7 +1,10 @@
 #include "models/registry.h"
 
+#include <algorithm>
 #include <functional>
 #include <map>
+#include <set>
+#include <vector>
 
 #include "core/logging.h"
 
@@ -44,6 +47,54 @@ static const Architecture& architecture_for(const io::ModelConfig& config) {
 
 parallel::TpPlan default_tp_plan(const io::ModelConfig& config) { return architecture_for(config).tp_plan(); }
 
+namespace {
+
+// "a, b, c (and 7 more)": the first few of a long list, as one line.
+std::string first_names(const std::vector<std::string>& names) {
+  constexpr size_t shown = 8;
+  std::string text;
+  for (size_t i = 0; i < std::min(names.size(), shown); ++i) text += (i ? ", " : "") + names[i];
+  if (names.size() > shown) text += str_cat(" (and ", names.size() - shown, " more)");
+  return text;
+}
+
+// As transformers' "missing keys", but an error: nothing here starts from random weights.
+// Every missing tensor is listed at once, before any is read.
+void check_no_weight_missing(const Architecture& architecture, const io::ModelConfig& config,
+                             const io::Checkpoint& checkpoint) {
+  WeightLoader recorder(DType::bf16, config.source);
+  architecture.create(config, recorder);
+  std::vector<std::string> missing;
+  for (const auto& [name, shape] : recorder.requested())
+    if (!checkpoint.contains(name)) missing.push_back(name);
+  if (missing.empty()) return;
+  fail("the checkpoint lacks ", missing.size(), " weight", missing.size() == 1 ? "" : "s", " that ",
+       config.architectures.front(), " as ", config.source, " describes it needs: ", first_names(missing),
+       ". The weights are incomplete (a shard missing?), or config.json does not describe them (e.g. "
+       "attention_bias, tie_word_embeddings, num_hidden_layers)");
+}
+
+// As transformers' "unexpected keys": a warning, since the model runs without them.
+void warn_of_unused_weights(const io::ModelConfig& config, const io::Checkpoint& checkpoint,
+                            const std::set<std::string>& read) {
+  std::vector<std::string> unused;
+  for (const std::string& name : checkpoint.names()) {
+    // Tied: the head is the embedding, whatever copy was saved. inv_freq: a buffer older
+    // transformers saved, recomputed from config.json.
+    const bool tolerated = (config.tie_word_embeddings && name == "lm_head.weight") ||
+                           name.ends_with(".rotary_emb.inv_freq");
+    if (!read.contains(name) && !tolerated) unused.push_back(name);
+  }
+  if (unused.empty()) return;
+  log::warning(str_cat(unused.size(), " weight", unused.size() == 1 ? "" : "s", " of the checkpoint ",
+                       unused.size() == 1 ? "is" : "are", " not used by ", config.architectures.front(), " as ",
+                       config.source, " describes it: ", first_names(unused),
+                       ". If the model should use them, config.json is wrong (e.g. attention_bias is false but "
+                       "the checkpoint has q_proj.bias)"));
+}
+
+}  // namespace
+
 std::unique_ptr<CausalLM> create_causal_lm(const io::ModelConfig& config, const io::Checkpoint& checkpoint,
                                            const LoadOptions& options, const parallel::TensorParallel& tensor_parallel) {
   const Architecture& architecture = architecture_for(config);
@@ -57,8 +108,10 @@ std::unique_ptr<CausalLM> create_causal_lm(const io::ModelConfig& config, const 
                                 "process per rank, not both");
     load_options.spmd_plan = architecture.tp_plan().overridden_by(options.spmd_plan);
   }
+  check_no_weight_missing(architecture, config, checkpoint);
   WeightLoader loader(checkpoint, load_options, config.source, sharding);
   std::unique_ptr<CausalLM> model = architecture.create(config, loader);
+  if (sharding.group->rank() == 0) warn_of_unused_weights(config, checkpoint, loader.read_names());
   if (distributed) {
     for (const std::string& rule : loader.tensor_parallel().plan.unmatched_rules())
       if (tensor_parallel.plan.rules().contains(rule))

@@ -104,6 +104,8 @@ Tensor WeightLoader::require_part(const std::string& name, const Shape& expected
     return Tensor::empty(part, *options_.dtype);
   }
   Tensor stored = checkpoint_->tensor(name);
+  read_.insert(name);
+  if (stored.dtype() == DType::i8) read_.insert(block_scale_name(name));
   if (stored.shape() != expected)
     fail("tensor '", name, "' has shape ", stored.shape().to_string(), " but ", config_source_, " implies ",
          expected.to_string(), ": config.json does not match the weights");

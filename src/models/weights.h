@@ -2,6 +2,7 @@
 // Reads named weights out of a checkpoint, checking each shape against what the
 // config implies, and converting dtype only when asked to.
 
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -47,6 +48,8 @@ class WeightLoader {
   // The dtype of the first matrix loaded (after conversion or quantization).
   std::optional<DType> matrix_dtype() const { return matrix_dtype_; }
   const std::vector<std::pair<std::string, Shape>>& requested() const { return requested_; }
+  // Every checkpoint tensor read so far (int8 block scales included).
+  const std::set<std::string>& read_names() const { return read_; }
 
  private:
   Tensor load_quantized(const std::string& name, Tensor values, const parallel::Segments* rows,
@@ -65,6 +68,7 @@ class WeightLoader {
   size_t loaded_bytes_ = 0;
   std::optional<DType> matrix_dtype_;
   std::vector<std::pair<std::string, Shape>> requested_;
+  std::set<std::string> read_;
   parallel::TensorParallel tensor_parallel_;
   std::vector<int64_t> cache_kv_heads_;
   HostArena arena_;
