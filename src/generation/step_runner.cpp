@@ -98,6 +98,10 @@ StepBuffers& StepRunner::buffers(const char* phase, int64_t batch, int64_t token
       outputs.insert(outputs.end(), {step.best_values, step.best_ids});
     }
     step.executable = graph::compile(builder.take_graph(), outputs, backend_, {.key = key.to_string()});
+    // Ranks compile at their own pace (a persistent compile cache may hold the program on
+    // one host only): they meet here, where the collective watchdog does not look, so the
+    // step's first collective never waits out another rank's compile.
+    if (model_.process_group().size() > 1) model_.process_group().barrier();
     return step;
   });
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "io/gguf.h"
+#include "io/model_resolution.h"
 
 namespace shardlm::io {
 namespace {
@@ -166,6 +167,16 @@ TEST(Gguf, AnUnreadableTypeIsRefusedByName) {
     EXPECT_NE(std::string(error.what()).find("tensor 'q4_k' is Q5_K, which shardlm cannot read (it reads F32, F16, "
                                              "BF16, Q8_0, Q4_0, Q4_K, Q6_K)"),
               std::string::npos)
+        << error.what();
+  }
+}
+
+TEST(Gguf, AGgufFileGivenAsAModelIsRefusedSayingWhy) {
+  try {
+    resolve_model(golden, {});
+    FAIL();
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("is a GGUF file, which shardlm cannot run yet"), std::string::npos)
         << error.what();
   }
 }

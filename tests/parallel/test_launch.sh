@@ -53,31 +53,32 @@ check "launch gives local rank 0 the first listed GPU" contains "$work/devices.t
 check "... and local rank 1 the second" contains "$work/devices.txt" "CUDA_VISIBLE_DEVICES=6"
 check "... and neither sees both" not_contains "$work/devices.txt" "CUDA_VISIBLE_DEVICES=4,6"
 
-# Rank 1's host lacks the weights file.
+# run_failing NAME SECONDS MESSAGE COMMAND...: COMMAND (a job that must fail) ends with a
+# non-zero status within SECONDS, its errors holding MESSAGE, and no output.
+run_failing() {
+  local name=$1 limit=$2 message=$3 start status elapsed
+  shift 3
+  start=$(date +%s)
+  "$@" >"$work/$name.out" 2>"$work/$name.err"
+  status=$?
+  elapsed=$(($(date +%s) - start))
+  check "$name: the job fails" test $status -ne 0
+  check "... saying '$message'" contains "$work/$name.err" "$message"
+  check "... within $limit seconds ($elapsed s)" test "$elapsed" -le "$limit"
+  check "... printing no output" test ! -s "$work/$name.out"
+}
+
+# Rank 1's host lacks the weights file: that rank's message, with its host.
 mkdir -p "$work/rank0" "$work/rank1"
 cp "$data"/fixtures/qwen3-tiny/* "$work/rank0/"
 cp "$data"/fixtures/qwen3-tiny/config.json "$work/rank1/"
-start=$(date +%s)
-"$shardlm" launch --nproc-per-node 2 -- bash -c \
-  "exec '$shardlm' generate --tp-size 2 -m '$work/rank'\$OMPI_COMM_WORLD_RANK --input-ids 1,2,3 -n 4 --output ids" \
-  >"$work/broken.txt" 2>"$work/broken.err"
-status=$?
-elapsed=$(($(date +%s) - start))
-check "a rank that cannot load fails the job" test $status -ne 0
-check "... with that rank's message and host" contains "$work/broken.err" "rank 1 ($(hostname)): "
-check "... within 10 seconds ($elapsed s)" test "$elapsed" -le 10
-check "... printing no output" test ! -s "$work/broken.txt"
+run_failing "a rank that cannot load" 10 "rank 1 ($(hostname)): " "$shardlm" launch --nproc-per-node 2 -- bash -c \
+  "exec '$shardlm' generate --tp-size 2 -m '$work/rank'\$OMPI_COMM_WORLD_RANK --input-ids 1,2,3 -n 4 --output ids"
 
 # A rank that stalls mid-generation: the other rank's collective watchdog ends the job.
-start=$(date +%s)
-SHARDLM_INJECT_FAULT=1:3:delay=120 "$shardlm" launch --nproc-per-node 2 -- shardlm generate --tp-size 2 \
-  --collective-timeout 2 "${prompt[@]}" --output json >"$work/stalled.json" 2>"$work/stalled.err"
-status=$?
-elapsed=$(($(date +%s) - start))
-check "a stalled rank fails the job" test $status -ne 0
-check "... through the waiting rank's watchdog" contains "$work/stalled.err" "MPI_Allreduce has waited 2 s for rank 1 ("
-check "... within 15 seconds ($elapsed s)" test "$elapsed" -le 15
-check "... printing no output" test ! -s "$work/stalled.json"
+SHARDLM_INJECT_FAULT=1:3:delay=120 run_failing "a stalled rank" 15 "MPI_Allreduce has waited 2 s for rank 1 (" \
+  "$shardlm" launch --nproc-per-node 2 -- shardlm generate --tp-size 2 --collective-timeout 2 "${prompt[@]}" \
+  --output json
 
 SHARDLM_INJECT_FAULT=one:3:error "$shardlm" generate "${prompt[@]}" >/dev/null 2>"$work/inject.err"
 check "a malformed SHARDLM_INJECT_FAULT is refused" contains "$work/inject.err" "is not RANK:STEP:error"
