@@ -79,7 +79,9 @@ void run_generate(const GenerateArguments& args) {
   const std::optional<AutoTokenizer>& tokenizer = loaded.tokenizer;
   AutoModelForCausalLM& model = loaded.model;
   if (!tokenizer && args.input_ids.empty())
-    fail(loaded.files.location(), " has no tokenizer.json, so a text prompt cannot be encoded: pass --input-ids");
+    fail(loaded.files.location(),
+         loaded.files.gguf_path().empty() ? " has no tokenizer.json" : " is a GGUF file, whose vocabulary (tokenizer.ggml.*) shardlm does not read yet",
+         ", so a text prompt cannot be encoded: pass --input-ids");
   if (!tokenizer && args.output == "text")
     fail(loaded.files.location(), " has no tokenizer.json, so ids cannot be shown as text: use --output ids or json");
 

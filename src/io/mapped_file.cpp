@@ -64,12 +64,22 @@ ModelFiles ModelFiles::embedded(std::string name, std::map<std::string, std::spa
   return result;
 }
 
+ModelFiles ModelFiles::gguf(std::string path, std::map<std::string, std::string> derived) {
+  ModelFiles result;
+  result.location_ = path;
+  result.gguf_path_ = std::move(path);
+  result.derived_files_ = std::make_shared<const std::map<std::string, std::string>>(std::move(derived));
+  return result;
+}
+
 std::string ModelFiles::path_of(const std::string& filename) const {
+  if (!gguf_path_.empty()) return str_cat(gguf_path_, " (its ", filename, ")");
   return (std::filesystem::path(location_) / filename).string();
 }
 
 bool ModelFiles::exists(const std::string& filename) const {
   if (is_embedded_) return embedded_files_.contains(filename);
+  if (derived_files_) return derived_files_->contains(filename);
   std::error_code error;
   return std::filesystem::is_regular_file(path_of(filename), error);
 }
@@ -81,6 +91,12 @@ std::string ModelFiles::read_text(const std::string& filename) const {
 }
 
 ByteRegion ModelFiles::map(const std::string& filename) const {
+  if (derived_files_) {
+    const auto found = derived_files_->find(filename);
+    if (found == derived_files_->end()) fail(gguf_path_, " is a GGUF file: it has no ", filename);
+    // The text lives as long as the map, which every copy of these files shares.
+    return {derived_files_, std::as_bytes(std::span<const char>(found->second.data(), found->second.size()))};
+  }
   if (!is_embedded_) {
     if (!exists(filename)) fail(path_of(filename), " not found: the checkpoint is missing this file");
     return map_file(path_of(filename));

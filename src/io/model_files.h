@@ -31,10 +31,15 @@ class ModelFiles {
   static ModelFiles directory(const std::string& path);
   // `files` maps file names to static bytes; `name` is shown in messages, e.g. "<embedded stories260K>".
   static ModelFiles embedded(std::string name, std::map<std::string, std::span<const std::byte>> files);
+  // A GGUF file: its weights are the file itself, and `derived` holds the texts its metadata
+  // implies (config.json) as files of the checkpoint.
+  static ModelFiles gguf(std::string path, std::map<std::string, std::string> derived);
 
   const std::string& location() const { return location_; }
   // Embedded files have no directory on disk to hand to another from_pretrained call.
   bool is_embedded() const { return is_embedded_; }
+  // The GGUF file the weights are in, or "" for safetensors.
+  const std::string& gguf_path() const { return gguf_path_; }
   // Where a file of this checkpoint is, for messages: "dir/config.json".
   std::string path_of(const std::string& filename) const;
   bool exists(const std::string& filename) const;
@@ -46,6 +51,8 @@ class ModelFiles {
   std::string location_;
   bool is_embedded_ = false;
   std::map<std::string, std::span<const std::byte>> embedded_files_;
+  std::string gguf_path_;
+  std::shared_ptr<const std::map<std::string, std::string>> derived_files_;
 };
 
 }  // namespace shardlm::io

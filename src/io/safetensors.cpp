@@ -9,6 +9,8 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "io/gguf_model.h"
+
 namespace shardlm::io {
 namespace {
 
@@ -195,6 +197,10 @@ void write_safetensors(const std::string& path, const std::map<std::string, Tens
 Checkpoint Checkpoint::open(const ModelFiles& files) {
   Checkpoint checkpoint;
   checkpoint.location_ = files.location();
+  if (!files.gguf_path().empty()) {
+    checkpoint.gguf_ = std::make_shared<const GgufWeights>(std::make_shared<const GgufFile>(GgufFile::open(files.gguf_path())));
+    return checkpoint;
+  }
   const std::string index_name = "model.safetensors.index.json";
   if (files.exists(index_name)) {
     std::string index_path = files.path_of(index_name);
@@ -238,10 +244,20 @@ const SafetensorsFile& Checkpoint::shard_for(const std::string& name) const {
   return shards_[found->second];
 }
 
-Tensor Checkpoint::tensor(const std::string& name) const { return shard_for(name).tensor(name); }
-const TensorInfo& Checkpoint::info(const std::string& name) const { return shard_for(name).info(name); }
+bool Checkpoint::contains(const std::string& name) const {
+  return gguf_ ? gguf_->contains(name) : shard_of_.contains(name);
+}
+
+Tensor Checkpoint::tensor(const std::string& name) const {
+  return gguf_ ? gguf_->tensor(name) : shard_for(name).tensor(name);
+}
+
+const TensorInfo& Checkpoint::info(const std::string& name) const {
+  return gguf_ ? gguf_->info(name) : shard_for(name).info(name);
+}
 
 std::vector<std::string> Checkpoint::names() const {
+  if (gguf_) return gguf_->names();
   std::vector<std::string> result;
   for (const auto& [name, shard] : shard_of_) result.push_back(name);
   return result;

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -48,13 +49,16 @@ class SafetensorsFile {
 void write_safetensors(const std::string& path, const std::map<std::string, Tensor>& tensors,
                        const std::map<std::string, std::string>& metadata = {});
 
+class GgufWeights;
+
 // A checkpoint's weights: model.safetensors, or the shards listed by
-// model.safetensors.index.json. Every shard is mapped once.
+// model.safetensors.index.json (every shard mapped once), or a GGUF file (io/gguf_model.h:
+// its tensors under transformers' names, decoded to float32 as they are read).
 class Checkpoint {
  public:
   static Checkpoint open(const ModelFiles& files);
 
-  bool contains(const std::string& name) const { return shard_of_.contains(name); }
+  bool contains(const std::string& name) const;
   // Throws naming the tensor and checkpoint if missing.
   Tensor tensor(const std::string& name) const;
   const TensorInfo& info(const std::string& name) const;
@@ -66,6 +70,7 @@ class Checkpoint {
   std::string location_;
   std::vector<SafetensorsFile> shards_;
   std::map<std::string, size_t> shard_of_;
+  std::shared_ptr<const GgufWeights> gguf_;
 };
 
 }  // namespace shardlm::io

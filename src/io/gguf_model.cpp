@@ -1,0 +1,161 @@
+#include "io/gguf_model.h"
+
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+
+namespace shardlm::io {
+namespace {
+
+struct Architecture {
+  const char* gguf;        // general.architecture
+  const char* class_name;  // transformers' architectures[0]
+  bool permuted_qk;        // convert_hf_to_gguf.py permutes q/k rows (rope in interleaved pairs)
+};
+constexpr Architecture architectures[] = {
+    {"llama", "LlamaForCausalLM", true},
+    {"qwen2", "Qwen2ForCausalLM", false},
+    {"qwen3", "Qwen3ForCausalLM", false},
+};
+
+const Architecture& architecture_of(const GgufFile& file) {
+  const std::string name = file.get_string("general.architecture");
+  for (const Architecture& architecture : architectures)
+    if (name == architecture.gguf) return architecture;
+  fail(file.source_name(), ": general.architecture '", name,
+       "' is not one shardlm runs from GGUF (it runs llama, qwen2, qwen3)");
+}
+
+// llama.cpp's per-layer tensor names (after "blk.N.") and transformers' (after "model.layers.N.").
+constexpr std::pair<const char*, const char*> layer_tensors[] = {
+    {"attn_norm", "input_layernorm"},        {"attn_q", "self_attn.q_proj"},
+    {"attn_k", "self_attn.k_proj"},          {"attn_v", "self_attn.v_proj"},
+    {"attn_output", "self_attn.o_proj"},     {"attn_q_norm", "self_attn.q_norm"},
+    {"attn_k_norm", "self_attn.k_norm"},     {"ffn_norm", "post_attention_layernorm"},
+    {"ffn_gate", "mlp.gate_proj"},           {"ffn_up", "mlp.up_proj"},
+    {"ffn_down", "mlp.down_proj"},
+};
+constexpr std::pair<const char*, const char*> model_tensors[] = {
+    {"token_embd", "model.embed_tokens"}, {"output_norm", "model.norm"}, {"output", "lm_head"}};
+
+// transformers' name of GGUF tensor `name`, or "" for one no supported model reads.
+std::string transformers_name(const std::string& name) {
+  const size_t dot = name.rfind('.');
+  if (dot == std::string::npos) return "";
+  const std::string stem = name.substr(0, dot), suffix = name.substr(dot);  // ".weight" / ".bias"
+  for (const auto& [gguf, hf] : model_tensors)
+    if (stem == gguf) return hf + suffix;
+  if (!stem.starts_with("blk.")) return "";
+  const size_t layer_end = stem.find('.', 4);
+  if (layer_end == std::string::npos) return "";
+  const std::string layer = stem.substr(4, layer_end - 4), part = stem.substr(layer_end + 1);
+  if (layer.empty() || layer.find_first_not_of("0123456789") != std::string::npos) return "";
+  for (const auto& [gguf, hf] : layer_tensors)
+    if (part == gguf) return "model.layers." + layer + "." + hf + suffix;
+  return "";
+}
+
+// Undoes convert_hf_to_gguf.py's permute(): within each head of `heads`, stored row 2i + j
+// is transformers' row j * half + i (half = rows per head / 2).
+void unpermute_rows(Tensor& weight, int64_t heads, const std::string& where) {
+  const int64_t rows = weight.shape()[0], columns = weight.shape().rank() == 2 ? weight.shape()[1] : 1;
+  if (heads <= 0 || rows % (2 * heads) != 0)
+    fail(where, ": ", rows, " rows do not split into ", heads, " heads of rope pairs");
+  const int64_t per_head = rows / heads, half = per_head / 2;
+  std::vector<float> stored(weight.data<float>(), weight.data<float>() + weight.numel());
+  float* out = weight.mutable_data<float>();
+  for (int64_t h = 0; h < heads; ++h)
+    for (int64_t i = 0; i < half; ++i)
+      for (int64_t j = 0; j < 2; ++j)
+        std::memcpy(out + (h * per_head + j * half + i) * columns, stored.data() + (h * per_head + 2 * i + j) * columns,
+                    columns * sizeof(float));
+}
+
+}  // namespace
+
+std::string gguf_config_json(const GgufFile& file) {
+  const Architecture& architecture = architecture_of(file);
+  const std::string prefix = std::string(architecture.gguf) + ".";
+  const auto integer = [&](const std::string& key) { return file.get_integer(prefix + key); };
+  const auto integer_or = [&](const std::string& key, int64_t fallback) {
+    return file.contains(prefix + key) ? file.get_integer(prefix + key) : fallback;
+  };
+  if (file.contains_tensor("rope_freqs.weight"))
+    fail(file.source_name(), ": rope frequencies stored as a tensor (rope_freqs.weight, Llama 3.1's scaling) are "
+         "not read from GGUF yet");
+  if (file.contains(prefix + "rope.scaling.type") && file.get_string(prefix + "rope.scaling.type") != "none")
+    fail(file.source_name(), ": ", prefix, "rope.scaling.type '", file.get_string(prefix + "rope.scaling.type"),
+         "' is not read from GGUF yet");
+  const int64_t heads = integer("attention.head_count");
+  const int64_t hidden = integer("embedding_length");
+  const GgufTensorInfo& embedding = file.tensor_info("token_embd.weight");
+  nlohmann::json config = {
+      {"architectures", {architecture.class_name}},
+      {"model_type", architecture.gguf},
+      {"vocab_size", integer_or("vocab_size", embedding.shape()[0])},
+      {"hidden_size", hidden},
+      {"intermediate_size", integer("feed_forward_length")},
+      {"num_hidden_layers", integer("block_count")},
+      {"num_attention_heads", heads},
+      {"num_key_value_heads", integer_or("attention.head_count_kv", heads)},
+      {"head_dim", integer_or("attention.key_length", hidden / heads)},
+      {"max_position_embeddings", integer("context_length")},
+      {"rms_norm_eps", file.get_number(prefix + "attention.layer_norm_rms_epsilon")},
+      {"rope_theta", file.contains(prefix + "rope.freq_base") ? file.get_number(prefix + "rope.freq_base") : 10000.0},
+      {"hidden_act", "silu"},
+      // Without an output tensor llama.cpp uses the embedding as the head.
+      {"tie_word_embeddings", !file.contains_tensor("output.weight")},
+      {"attention_bias", file.contains_tensor("blk.0.attn_q.bias")},
+  };
+  if (file.contains("tokenizer.ggml.bos_token_id")) config["bos_token_id"] = file.get_integer("tokenizer.ggml.bos_token_id");
+  if (file.contains("tokenizer.ggml.eos_token_id")) config["eos_token_id"] = file.get_integer("tokenizer.ggml.eos_token_id");
+  return config.dump(2);
+}
+
+GgufWeights::GgufWeights(std::shared_ptr<const GgufFile> file) : file_(std::move(file)) {
+  const Architecture& architecture = architecture_of(*file_);
+  const std::string prefix = std::string(architecture.gguf) + ".";
+  const int64_t heads = file_->get_integer(prefix + "attention.head_count");
+  const int64_t kv_heads = file_->contains(prefix + "attention.head_count_kv")
+                               ? file_->get_integer(prefix + "attention.head_count_kv")
+                               : heads;
+  for (const GgufTensorInfo& tensor : file_->tensors()) {
+    const std::string name = transformers_name(tensor.name);
+    if (name.empty()) continue;  // not a weight of these models: the loading report is about ours
+    Source source{.gguf_name = tensor.name};
+    if (architecture.permuted_qk && name.ends_with(".self_attn.q_proj.weight")) source.permuted_heads = heads;
+    if (architecture.permuted_qk && name.ends_with(".self_attn.k_proj.weight")) source.permuted_heads = kv_heads;
+    sources_.emplace(name, source);
+    infos_.emplace(name, TensorInfo{.name = name, .dtype = DType::f32, .shape = tensor.shape()});
+  }
+}
+
+const GgufWeights::Source& GgufWeights::source(const std::string& name) const {
+  const auto found = sources_.find(name);
+  if (found == sources_.end())
+    fail("tensor '", name, "' not found in ", file_->source_name(),
+         ": the file does not match its architecture's metadata or is incomplete");
+  return found->second;
+}
+
+Tensor GgufWeights::tensor(const std::string& name) const {
+  const Source& from = source(name);
+  Tensor weight = file_->dequantized(from.gguf_name);
+  if (from.permuted_heads > 0)
+    unpermute_rows(weight, from.permuted_heads, str_cat(file_->source_name(), ": tensor '", from.gguf_name, "'"));
+  return weight;
+}
+
+const TensorInfo& GgufWeights::info(const std::string& name) const {
+  source(name);
+  return infos_.at(name);
+}
+
+std::vector<std::string> GgufWeights::names() const {
+  std::vector<std::string> result;
+  for (const auto& [name, source] : sources_) result.push_back(name);
+  return result;
+}
+
+}  // namespace shardlm::io

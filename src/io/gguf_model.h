@@ -1,0 +1,43 @@
+#pragma once
+// A GGUF file as a checkpoint: the config.json its metadata implies and its tensors
+// under transformers' names, as llama.cpp's convert_hf_to_gguf.py wrote them (llama.cpp's
+// names and metadata keys; for Llama, q_proj and k_proj rows permuted into interleaved
+// rope pairs, which are put back). Architectures: llama, qwen2, qwen3.
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "io/gguf.h"
+#include "io/safetensors.h"
+
+namespace shardlm::io {
+
+// config.json's text for the file's architecture and hyper-parameters.
+std::string gguf_config_json(const GgufFile& file);
+
+// The tensors of a GGUF file by transformers' names, each decoded to float32 when read.
+class GgufWeights {
+ public:
+  explicit GgufWeights(std::shared_ptr<const GgufFile> file);
+
+  bool contains(const std::string& name) const { return sources_.contains(name); }
+  // A new float32 tensor (decoded, and un-permuted where the converter permuted it).
+  Tensor tensor(const std::string& name) const;
+  const TensorInfo& info(const std::string& name) const;
+  std::vector<std::string> names() const;
+
+ private:
+  struct Source {
+    std::string gguf_name;
+    int64_t permuted_heads = 0;  // Llama's q/k rows: the heads they were permuted over; 0: as stored
+  };
+  const Source& source(const std::string& name) const;
+
+  std::shared_ptr<const GgufFile> file_;
+  std::map<std::string, Source> sources_;
+  std::map<std::string, TensorInfo> infos_;
+};
+
+}  // namespace shardlm::io
