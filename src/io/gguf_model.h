@@ -17,6 +17,16 @@ namespace shardlm::io {
 // config.json's text for the file's architecture and hyper-parameters.
 std::string gguf_config_json(const GgufFile& file);
 
+// tokenizer.json and tokenizer_config.json for the file's vocabulary (tokenizer.ggml.*), as
+// a tokenizer that splits text as llama.cpp does: byte-level BPE ("gpt2") with the
+// pre-tokenizer regex of tokenizer.ggml.pre ("qwen2", "llama-bpe"), no normalizer, its
+// CONTROL and USER_DEFINED tokens matched in text, BOS added where add_bos_token says.
+// Empty where the file has no vocabulary or one of a kind not read yet (see
+// gguf_vocabulary_unread_reason).
+std::map<std::string, std::string> gguf_tokenizer_files(const GgufFile& file);
+// Why gguf_tokenizer_files gives nothing, for messages ("its vocabulary is of kind 'llama'...").
+std::string gguf_vocabulary_unread_reason(const GgufFile& file);
+
 // The tensors of a GGUF file by transformers' names, each decoded to float32 when read.
 class GgufWeights {
  public:

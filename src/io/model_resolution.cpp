@@ -16,7 +16,9 @@ namespace {
 
 ModelFiles gguf_model_files(const std::string& path) {
   const GgufFile file = GgufFile::open(path);
-  return ModelFiles::gguf(path, {{"config.json", gguf_config_json(file)}});
+  std::map<std::string, std::string> derived = gguf_tokenizer_files(file);
+  derived.emplace("config.json", gguf_config_json(file));
+  return ModelFiles::gguf(path, std::move(derived));
 }
 
 // A directory without config.json that holds one .gguf file is that file.
