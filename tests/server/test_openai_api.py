@@ -394,4 +394,8 @@ def check_job_ends_when_a_rank_is_killed(s, ranks):
     assert "rank 1" in stderr, stderr[-2000:]
     worker.join(timeout=10)
     assert "error" in outcome, outcome  # the client sees its connection drop, not a reply
-    assert not any(alive(pid) for pid in ranks.values())
+    # mpirun may exit while a rank it killed is still being torn down: allow it a moment.
+    deadline = time.time() + 5
+    while any(alive(pid) for pid in ranks.values()) and time.time() < deadline:
+        time.sleep(0.05)
+    assert not any(alive(pid) for pid in ranks.values()), [pid for pid in ranks.values() if alive(pid)]
