@@ -80,7 +80,8 @@ void run_generate(const GenerateArguments& args) {
   AutoModelForCausalLM& model = loaded.model;
   if (!tokenizer && args.input_ids.empty())
     fail(loaded.files.location(),
-         loaded.files.gguf_path().empty() ? " has no tokenizer.json" : " is a GGUF file, whose vocabulary (tokenizer.ggml.*) shardlm does not read yet",
+         loaded.files.gguf_path().empty() ? " has no tokenizer.json"
+                                          : " is a GGUF file without a vocabulary shardlm reads (tokenizer.ggml.*)",
          ", so a text prompt cannot be encoded: pass --input-ids");
   if (!tokenizer && args.output == "text")
     fail(loaded.files.location(), " has no tokenizer.json, so ids cannot be shown as text: use --output ids or json");

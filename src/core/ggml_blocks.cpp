@@ -11,7 +11,7 @@ namespace {
 
 constexpr std::array<GgmlTypeInfo, 34> known_types = {{
     {0, "F32", 1, 4, true},         {1, "F16", 1, 2, true},          {2, "Q4_0", 32, 18, true},
-    {3, "Q4_1", 32, 20, false},     {6, "Q5_0", 32, 22, false},      {7, "Q5_1", 32, 24, false},
+    {3, "Q4_1", 32, 20, false},     {6, "Q5_0", 32, 22, true},      {7, "Q5_1", 32, 24, false},
     {8, "Q8_0", 32, 34, true},      {9, "Q8_1", 32, 40, false},      {10, "Q2_K", 256, 84, false},
     {11, "Q3_K", 256, 110, false},  {12, "Q4_K", 256, 144, true},    {13, "Q5_K", 256, 176, false},
     {14, "Q6_K", 256, 210, true},   {15, "Q8_K", 256, 292, false},   {16, "IQ2_XXS", 256, 66, false},
@@ -45,6 +45,21 @@ void decode_q4_0(const std::byte* block, float* out) {
   for (int j = 0; j < 16; ++j) {
     out[j] = d * static_cast<float>((codes[j] & 0x0F) - 8);
     out[j + 16] = d * static_cast<float>((codes[j] >> 4) - 8);
+  }
+}
+
+// Q5_0: d (f16), 32 high bits (bit j of value j), 16 bytes of low 4-bit codes (byte j:
+// value j low nibble, value j + 16 high nibble); value = d * (code - 16).
+void decode_q5_0(const std::byte* block, float* out) {
+  const float d = f16_to_f32(read_u16(block));
+  uint32_t high;
+  std::memcpy(&high, block + 2, sizeof high);
+  const auto* codes = reinterpret_cast<const uint8_t*>(block + 6);
+  for (int j = 0; j < 16; ++j) {
+    const int low_code = (codes[j] & 0x0F) | static_cast<int>(((high >> j) << 4) & 0x10);
+    const int high_code = (codes[j] >> 4) | static_cast<int>((high >> (j + 12)) & 0x10);
+    out[j] = d * static_cast<float>(low_code - 16);
+    out[j + 16] = d * static_cast<float>(high_code - 16);
   }
 }
 
@@ -112,7 +127,7 @@ std::optional<GgmlTypeInfo> ggml_type_info(uint32_t id) {
   return std::nullopt;
 }
 
-std::string readable_ggml_types() { return "F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K"; }
+std::string readable_ggml_types() { return "F32, F16, BF16, Q8_0, Q5_0, Q4_0, Q4_K, Q6_K"; }
 
 void dequantize_ggml(GgmlType type, const std::byte* blocks, float* out, int64_t elements) {
   const std::optional<GgmlTypeInfo> info = ggml_type_info(static_cast<uint32_t>(type));
@@ -130,6 +145,7 @@ void dequantize_ggml(GgmlType type, const std::byte* blocks, float* out, int64_t
       case GgmlType::bf16: *values = bf16_to_f32(read_u16(block)); break;
       case GgmlType::q8_0: decode_q8_0(block, values); break;
       case GgmlType::q4_0: decode_q4_0(block, values); break;
+      case GgmlType::q5_0: decode_q5_0(block, values); break;
       case GgmlType::q4_k: decode_q4_k(block, values); break;
       case GgmlType::q6_k: decode_q6_k(block, values); break;
     }

@@ -1,7 +1,7 @@
 #pragma once
 // The weight types of GGUF files (ggml's type ids) and the scalar reference decoders of
-// the ones shardlm reads: F32, F16, BF16, Q8_0, Q4_0 and the k-quants Q4_K and Q6_K that
-// Q4_K_M files hold. A quantized type stores a row as blocks of `block_elements` values
+// the ones shardlm reads: F32, F16, BF16, Q8_0, Q5_0, Q4_0 and the k-quants Q4_K and Q6_K
+// (a Q4_K_M file holds Q4_K and Q6_K, and Q5_0 or Q8_0 where rows are not whole 256-blocks). A quantized type stores a row as blocks of `block_elements` values
 // in `block_bytes` bytes, each block with its own float16 scale(s); a row's length is a
 // whole number of blocks. Layouts as llama.cpp's ggml-common.h defines them.
 
@@ -16,6 +16,7 @@ enum class GgmlType : uint32_t {
   f32 = 0,
   f16 = 1,
   q4_0 = 2,
+  q5_0 = 6,
   q8_0 = 8,
   q4_k = 12,
   q6_k = 14,
@@ -33,7 +34,7 @@ struct GgmlTypeInfo {
 // Every type id ggml has defined (so that a file of a type shardlm cannot read is refused
 // by its name, with its size known); nullopt for an id ggml never had.
 std::optional<GgmlTypeInfo> ggml_type_info(uint32_t id);
-// "F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K": the readable types, for messages.
+// "F32, F16, BF16, Q8_0, Q5_0, Q4_0, Q4_K, Q6_K": the readable types, for messages.
 std::string readable_ggml_types();
 
 // Decodes `elements` values (a whole number of blocks) stored as `type` into f32.

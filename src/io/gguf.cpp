@@ -88,8 +88,10 @@ GgufValue read_value(Cursor& cursor, GgufValueType type, const std::string& key,
     case GgufValueType::i64: value.data = cursor.read<int64_t>("an i64 value"); break;
     case GgufValueType::u64: {
       const uint64_t number = cursor.read<uint64_t>("a u64 value");
-      if (number <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) value.data = static_cast<int64_t>(number);
-      else value.data = number;
+      if (number <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+        value.data = static_cast<int64_t>(number);
+      else
+        value.data = number;
       break;
     }
     case GgufValueType::f32: value.data = double{cursor.read<float>("an f32 value")}; break;
@@ -180,7 +182,8 @@ GgufFile GgufFile::parse(ByteRegion region, std::string source_name) {
     fail(source, ": GGUF version ", file.version_, " is not supported (supported: 2 and 3)");
   const uint64_t tensor_count = cursor.read<uint64_t>("the tensor count");
   const uint64_t key_count = cursor.read<uint64_t>("the metadata count");
-  if (tensor_count > max_tensors) fail(source, ": it declares ", tensor_count, " tensors, over the limit of ", max_tensors);
+  if (tensor_count > max_tensors)
+    fail(source, ": it declares ", tensor_count, " tensors, over the limit of ", max_tensors);
   if (key_count > max_keys) fail(source, ": it declares ", key_count, " metadata keys, over the limit of ", max_keys);
   cursor.check_count(key_count, 12, "the metadata count");
   for (uint64_t k = 0; k < key_count; ++k) {
@@ -285,7 +288,8 @@ std::vector<std::string> GgufFile::get_strings(const std::string& key) const {
   std::vector<std::string> texts;
   for (const GgufValue& item : as_array(*this, key)) {
     const auto* text = std::get_if<std::string>(&item.data);
-    if (!text) fail(source_name_, ": metadata key '", key, "' is an array of ", value_type_name(item), ", expected strings");
+    if (!text)
+      fail(source_name_, ": metadata key '", key, "' is an array of ", value_type_name(item), ", expected strings");
     texts.push_back(*text);
   }
   return texts;

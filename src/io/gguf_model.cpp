@@ -91,10 +91,15 @@ std::string gguf_config_json(const GgufFile& file) {
   const int64_t hidden = integer("embedding_length");
   // The vocabulary size: stated, else the embedding's rows, else the tokens listed.
   int64_t vocab_size = 0;
-  if (file.contains(prefix + "vocab_size")) vocab_size = integer("vocab_size");
-  else if (file.contains_tensor("token_embd.weight")) vocab_size = file.tensor_info("token_embd.weight").shape()[0];
-  else if (file.contains("tokenizer.ggml.tokens")) vocab_size = static_cast<int64_t>(file.get_strings("tokenizer.ggml.tokens").size());
-  else fail(file.source_name(), ": neither ", prefix, "vocab_size, token_embd.weight nor tokenizer.ggml.tokens gives the vocabulary size");
+  if (file.contains(prefix + "vocab_size"))
+    vocab_size = integer("vocab_size");
+  else if (file.contains_tensor("token_embd.weight"))
+    vocab_size = file.tensor_info("token_embd.weight").shape()[0];
+  else if (file.contains("tokenizer.ggml.tokens"))
+    vocab_size = static_cast<int64_t>(file.get_strings("tokenizer.ggml.tokens").size());
+  else
+    fail(file.source_name(), ": neither ", prefix, "vocab_size, token_embd.weight nor tokenizer.ggml.tokens gives ",
+         "the vocabulary size");
   nlohmann::json config = {
       {"architectures", {architecture.class_name}},
       {"model_type", architecture.gguf},
@@ -113,8 +118,10 @@ std::string gguf_config_json(const GgufFile& file) {
       {"tie_word_embeddings", !file.contains_tensor("output.weight")},
       {"attention_bias", file.contains_tensor("blk.0.attn_q.bias")},
   };
-  if (file.contains("tokenizer.ggml.bos_token_id")) config["bos_token_id"] = file.get_integer("tokenizer.ggml.bos_token_id");
-  if (file.contains("tokenizer.ggml.eos_token_id")) config["eos_token_id"] = file.get_integer("tokenizer.ggml.eos_token_id");
+  for (const char* token : {"bos", "eos"}) {
+    const std::string key = str_cat("tokenizer.ggml.", token, "_token_id");
+    if (file.contains(key)) config[str_cat(token, "_token_id")] = file.get_integer(key);
+  }
   return config.dump(2);
 }
 

@@ -60,7 +60,8 @@ const std::optional<Fault>& asked_fault() {
 void inject_fault_if_asked(const ProcessGroup& group, int64_t step) {
   const std::optional<Fault>& fault = asked_fault();
   if (!fault || fault->rank != group.rank() || fault->step != step) return;
-  if (fault->delay_s == 0) fail("injected fault (", variable, ") at step ", step, " on ", group.describe_rank(group.rank()));
+  if (fault->delay_s == 0)
+    fail("injected fault (", variable, ") at step ", step, " on ", group.describe_rank(group.rank()));
   log::warning(str_cat("injected delay (", variable, ") of ", fault->delay_s, " s at step ", step));
   std::this_thread::sleep_for(std::chrono::duration<double>(fault->delay_s));
 }

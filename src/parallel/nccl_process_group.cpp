@@ -47,7 +47,9 @@ class NcclProcessGroup final : public ProcessGroup {
   std::string host_of(int rank) const override { return bootstrap_->host_of(rank); }
   // NCCL's collectives are only enqueued here: the timeout covers the host broadcasts,
   // which go through the bootstrap group.
-  void set_collective_timeout(double seconds) override { bootstrap_->set_collective_timeout(seconds); }
+  void set_collective_timeout(double seconds) override {
+    bootstrap_->set_collective_timeout(seconds);
+  }
 
   // Enqueued only: the time is part of the step on the GPU, not counted here.
   void all_reduce_sum(const Tensor& tensor) override {

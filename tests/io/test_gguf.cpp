@@ -51,7 +51,7 @@ TEST(Gguf, ReadsMetadataOfEveryValueType) {
 // the same order, so to the last bit but for the rounding of a product's order.
 TEST(Gguf, EveryReadableTypeDecodesAsGgufPyDoes) {
   const GgufFile file = GgufFile::open(golden);
-  for (const char* name : {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_k", "q6_k"}) {
+  for (const char* name : {"f32", "f16", "bf16", "q8_0", "q4_0", "q5_0", "q4_k", "q6_k"}) {
     SCOPED_TRACE(name);
     const Tensor decoded = file.dequantized(name);
     const std::string expected_name = std::string(name) == "f32" ? "f32" : std::string(name) + ".expected";
@@ -104,7 +104,8 @@ TEST(Gguf, MalformedFilesAreRefusedNamingWhatIsWrong) {
   EXPECT_NE(error_of({bytes.begin(), bytes.begin() + 100}).find("the metadata count is 16, more than the 76 bytes "
                                                                  "left could hold: the file is truncated"),
             std::string::npos);
-  EXPECT_NE(error_of({bytes.begin(), bytes.begin() + 300}).find("the file ends inside a metadata key (offset 293 of 300 bytes): it is truncated"),
+  EXPECT_NE(error_of({bytes.begin(), bytes.begin() + 300})
+                .find("the file ends inside a metadata key (offset 293 of 300 bytes): it is truncated"),
             std::string::npos)
       << error_of({bytes.begin(), bytes.begin() + 300});
   EXPECT_NE(error_of({bytes.begin(), bytes.end() - 100}).find("ends past the data section"), std::string::npos);
@@ -165,7 +166,7 @@ TEST(Gguf, AnUnreadableTypeIsRefusedByName) {
     FAIL();
   } catch (const Error& error) {
     EXPECT_NE(std::string(error.what()).find("tensor 'q4_k' is Q5_K, which shardlm cannot read (it reads F32, F16, "
-                                             "BF16, Q8_0, Q4_0, Q4_K, Q6_K)"),
+                                             "BF16, Q8_0, Q5_0, Q4_0, Q4_K, Q6_K)"),
               std::string::npos)
         << error.what();
   }

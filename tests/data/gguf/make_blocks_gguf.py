@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes blocks.gguf, the GGUF reader's golden file, with Python's gguf package (the
 writer and block decoders llama.cpp maintains, independent of shardlm's):
-- one tensor per weight type shardlm reads (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K), of
+- one tensor per weight type shardlm reads (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K, Q5_0), of
   random block bytes (every bit pattern of a quantized block is valid, so random bytes
   reach every scale and code; only the float16 scales are drawn finite), each followed
   by "<name>.expected": the same values dequantized by gguf.quants, as F32;
@@ -16,7 +16,7 @@ import numpy as np
 
 T = gguf.GGMLQuantizationType
 # Byte offsets of the float16 scales inside one block, per type.
-SCALE_OFFSETS = {T.Q8_0: [0], T.Q4_0: [0], T.Q4_K: [0, 2], T.Q6_K: [208]}
+SCALE_OFFSETS = {T.Q8_0: [0], T.Q4_0: [0], T.Q5_0: [0], T.Q4_K: [0, 2], T.Q6_K: [208]}
 
 
 def random_blocks(qtype, rows, columns, rng):
@@ -55,7 +55,7 @@ def main(path):
     bf16 = (floats.view(np.uint32) >> 16).astype(np.uint16)  # truncated: exact in bfloat16
     writer.add_tensor("bf16", bf16.view(np.uint8).reshape(rows, -1), raw_dtype=T.BF16)
     writer.add_tensor("bf16.expected", (bf16.astype(np.uint32) << 16).view(np.float32))
-    for qtype, columns in [(T.Q8_0, 64), (T.Q4_0, 64), (T.Q4_K, 512), (T.Q6_K, 512)]:
+    for qtype, columns in [(T.Q8_0, 64), (T.Q4_0, 64), (T.Q4_K, 512), (T.Q6_K, 512), (T.Q5_0, 64)]:
         name = qtype.name.lower()
         blocks = random_blocks(qtype, rows, columns, rng)
         writer.add_tensor(name, blocks, raw_dtype=qtype)

