@@ -1,5 +1,6 @@
 // `shardlm launch`: starts one process per device through Open MPI's mpirun, so that
 // `shardlm launch --nproc-per-node 4 -- shardlm generate --tp-size 4 ...` is all a user types.
+#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -160,12 +162,27 @@ class ErrorWatcher {
   std::string line_, lost_host_;
 };
 
-void pass_on_errors(int from, ErrorWatcher& watcher) {
+// Passes mpirun's errors on until they end, or until shortly after mpirun has: a remote
+// agent (ssh, or a daemon cut off from mpirun by a lost link) may hold the pipe open long
+// after the job is over. Returns mpirun's wait status.
+int pass_on_errors_until_exit(int from, ErrorWatcher& watcher) {
+  using Clock = std::chrono::steady_clock;
+  constexpr auto drain = std::chrono::seconds(2);
+  std::optional<Clock::time_point> exited_at;
+  int status = 0;
   char buffer[4096];
-  for (;;) {
+  for (bool open = true; open;) {
+    if (!exited_at) {
+      const pid_t done = ::waitpid(mpirun_pid, &status, WNOHANG);
+      if (done == mpirun_pid) exited_at = Clock::now();
+    }
+    if (exited_at && Clock::now() - *exited_at > drain) break;
+    pollfd readable{.fd = from, .events = POLLIN, .revents = 0};
+    if (::poll(&readable, 1, 100) <= 0) continue;  // a timeout, or a signal: look at mpirun again
     const ssize_t got = ::read(from, buffer, sizeof(buffer));
     if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) return;
+    open = got > 0;
+    if (!open) break;
     for (ssize_t written = 0; written < got;) {
       const ssize_t put = ::write(STDERR_FILENO, buffer + written, static_cast<size_t>(got - written));
       if (put < 0 && errno == EINTR) continue;
@@ -174,6 +191,9 @@ void pass_on_errors(int from, ErrorWatcher& watcher) {
     }
     watcher.feed(buffer, static_cast<size_t>(got));
   }
+  while (!exited_at && ::waitpid(mpirun_pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return status;
 }
 
 std::string ranks_of_host(const LaunchArguments& args, const std::string& host) {
@@ -211,13 +231,14 @@ int run_job(std::vector<char*>& argv, const LaunchArguments& args) {
   sigemptyset(&action.sa_mask);
   for (int number : {SIGINT, SIGTERM, SIGHUP}) sigaction(number, &action, nullptr);
   ErrorWatcher watcher;
+  int status = 0;
   if (watch) {
     ::close(errors[1]);
-    pass_on_errors(errors[0], watcher);
+    status = pass_on_errors_until_exit(errors[0], watcher);
     ::close(errors[0]);
-  }
-  int status = 0;
-  while (::waitpid(mpirun_pid, &status, 0) < 0 && errno == EINTR) {
+  } else {
+    while (::waitpid(mpirun_pid, &status, 0) < 0 && errno == EINTR) {
+    }
   }
   const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   if (code != 0 && !watcher.lost_host().empty()) {

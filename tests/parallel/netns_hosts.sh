@@ -45,6 +45,10 @@ netns_up() {
       ip -n "$ns" addr add "${netns_address[$i]}/24" dev "$device" &&
       ip -n "$ns" link set "$device" up &&
       ip -n "$ns" link set lo up || { netns_down; return 1; }
+    # As docs/TENSOR_PARALLEL.md advises for hosts of a job: TCP gives up on a peer that
+    # stopped acknowledging after about 13 s instead of 15 minutes, so a daemon with data in
+    # flight when the link drops (its keepalive probes wait for that data) notices too.
+    ip netns exec "$ns" sysctl -q -w net.ipv4.tcp_retries2=5 || { netns_down; return 1; }
   done
   netns_write_agent
 }
