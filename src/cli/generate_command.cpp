@@ -80,7 +80,7 @@ void run_generate(const GenerateArguments& args) {
   AutoModelForCausalLM& model = loaded.model;
   if (!tokenizer && args.input_ids.empty())
     fail(loaded.files.location(),
-         loaded.files.gguf_path().empty() ? " has no tokenizer.json"
+         !loaded.files.gguf() ? " has no tokenizer.json"
                                           : " is a GGUF file without a vocabulary shardlm reads (tokenizer.ggml.*)",
          ", so a text prompt cannot be encoded: pass --input-ids");
   if (!tokenizer && args.output == "text")

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/limits.h"
+#include "io/gguf.h"
 #include "io/model_files.h"
 
 namespace shardlm::io {
@@ -64,16 +65,16 @@ ModelFiles ModelFiles::embedded(std::string name, std::map<std::string, std::spa
   return result;
 }
 
-ModelFiles ModelFiles::gguf(std::string path, std::map<std::string, std::string> derived) {
+ModelFiles ModelFiles::gguf(std::shared_ptr<const GgufFile> file, std::map<std::string, std::string> derived) {
   ModelFiles result;
-  result.location_ = path;
-  result.gguf_path_ = std::move(path);
+  result.location_ = file->source_name();
+  result.gguf_ = std::move(file);
   result.derived_files_ = std::make_shared<const std::map<std::string, std::string>>(std::move(derived));
   return result;
 }
 
 std::string ModelFiles::path_of(const std::string& filename) const {
-  if (!gguf_path_.empty()) return str_cat(gguf_path_, " (its ", filename, ")");
+  if (gguf_) return str_cat(location_, " (its ", filename, ")");
   return (std::filesystem::path(location_) / filename).string();
 }
 
@@ -93,7 +94,7 @@ std::string ModelFiles::read_text(const std::string& filename) const {
 ByteRegion ModelFiles::map(const std::string& filename) const {
   if (derived_files_) {
     const auto found = derived_files_->find(filename);
-    if (found == derived_files_->end()) fail(gguf_path_, " is a GGUF file: it has no ", filename);
+    if (found == derived_files_->end()) fail(location_, " is a GGUF file: it has no ", filename);
     // The text lives as long as the map, which every copy of these files shares.
     return {derived_files_, std::as_bytes(std::span<const char>(found->second.data(), found->second.size()))};
   }

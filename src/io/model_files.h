@@ -11,6 +11,8 @@
 
 namespace shardlm::io {
 
+class GgufFile;
+
 // Bytes kept alive by `owner` (a memory map, or nothing for static data).
 struct ByteRegion {
   std::shared_ptr<const void> owner;
@@ -31,15 +33,15 @@ class ModelFiles {
   static ModelFiles directory(const std::string& path);
   // `files` maps file names to static bytes; `name` is shown in messages, e.g. "<embedded stories260K>".
   static ModelFiles embedded(std::string name, std::map<std::string, std::span<const std::byte>> files);
-  // A GGUF file: its weights are the file itself, and `derived` holds the texts its metadata
-  // implies (config.json) as files of the checkpoint.
-  static ModelFiles gguf(std::string path, std::map<std::string, std::string> derived);
+  // A GGUF file (parsed once, io/gguf.h): its weights are the file itself, and `derived`
+  // holds the texts its metadata implies (config.json, tokenizer.json) as files of the checkpoint.
+  static ModelFiles gguf(std::shared_ptr<const GgufFile> file, std::map<std::string, std::string> derived);
 
   const std::string& location() const { return location_; }
   // Embedded files have no directory on disk to hand to another from_pretrained call.
   bool is_embedded() const { return is_embedded_; }
-  // The GGUF file the weights are in, or "" for safetensors.
-  const std::string& gguf_path() const { return gguf_path_; }
+  // The GGUF file the weights are in, or null for safetensors.
+  const std::shared_ptr<const GgufFile>& gguf() const { return gguf_; }
   // Where a file of this checkpoint is, for messages: "dir/config.json".
   std::string path_of(const std::string& filename) const;
   bool exists(const std::string& filename) const;
@@ -51,7 +53,7 @@ class ModelFiles {
   std::string location_;
   bool is_embedded_ = false;
   std::map<std::string, std::span<const std::byte>> embedded_files_;
-  std::string gguf_path_;
+  std::shared_ptr<const GgufFile> gguf_;
   std::shared_ptr<const std::map<std::string, std::string>> derived_files_;
 };
 

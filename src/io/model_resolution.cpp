@@ -15,10 +15,10 @@ namespace shardlm::io {
 namespace {
 
 ModelFiles gguf_model_files(const std::string& path) {
-  const GgufFile file = GgufFile::open(path);
-  std::map<std::string, std::string> derived = gguf_tokenizer_files(file);
-  derived.emplace("config.json", gguf_config_json(file));
-  return ModelFiles::gguf(path, std::move(derived));
+  auto file = std::make_shared<const GgufFile>(GgufFile::open(path));
+  std::map<std::string, std::string> derived = gguf_tokenizer_files(*file);
+  derived.emplace("config.json", gguf_config_json(*file));
+  return ModelFiles::gguf(std::move(file), std::move(derived));
 }
 
 // A directory without config.json that holds one .gguf file is that file.

@@ -197,8 +197,8 @@ void write_safetensors(const std::string& path, const std::map<std::string, Tens
 Checkpoint Checkpoint::open(const ModelFiles& files) {
   Checkpoint checkpoint;
   checkpoint.location_ = files.location();
-  if (!files.gguf_path().empty()) {
-    checkpoint.gguf_ = std::make_shared<const GgufWeights>(std::make_shared<const GgufFile>(GgufFile::open(files.gguf_path())));
+  if (files.gguf()) {
+    checkpoint.gguf_ = std::make_shared<const GgufWeights>(files.gguf());
     return checkpoint;
   }
   const std::string index_name = "model.safetensors.index.json";

@@ -60,12 +60,9 @@ std::string first_names(const std::vector<std::string>& names) {
 
 // As transformers' "missing keys", but an error: nothing here starts from random weights.
 // Every missing tensor is listed at once, before any is read.
-void check_no_weight_missing(const Architecture& architecture, const io::ModelConfig& config,
-                             const io::Checkpoint& checkpoint) {
-  WeightLoader recorder(DType::bf16, config.source);
-  architecture.create(config, recorder);
+void check_no_weight_missing(const io::ModelConfig& config, const io::Checkpoint& checkpoint) {
   std::vector<std::string> missing;
-  for (const auto& [name, shape] : recorder.requested())
+  for (const auto& [name, shape] : required_weights(config))
     if (!checkpoint.contains(name)) missing.push_back(name);
   if (missing.empty()) return;
   fail("the checkpoint lacks ", missing.size(), " weight", missing.size() == 1 ? "" : "s", " that ",
@@ -108,7 +105,7 @@ std::unique_ptr<CausalLM> create_causal_lm(const io::ModelConfig& config, const 
                                 "process per rank, not both");
     load_options.spmd_plan = architecture.tp_plan().overridden_by(options.spmd_plan);
   }
-  check_no_weight_missing(architecture, config, checkpoint);
+  check_no_weight_missing(config, checkpoint);
   WeightLoader loader(checkpoint, load_options, config.source, sharding);
   std::unique_ptr<CausalLM> model = architecture.create(config, loader);
   if (sharding.group->rank() == 0) warn_of_unused_weights(config, checkpoint, loader.read_names());
