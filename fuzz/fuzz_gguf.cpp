@@ -5,6 +5,7 @@
 #include "fuzz_util.h"
 #include "io/gguf.h"
 #include "io/gguf_model.h"
+#include "io/gguf_vocabulary.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace shardlm;

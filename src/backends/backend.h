@@ -121,6 +121,13 @@ class Backend {
                          const Tensor& cache_rows, float scale, int64_t sliding_window, const Tensor& out) = 0;
   // out = silu(gate) * up, all f32 of one shape
   virtual void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) = 0;
+  // out = gelu_tanh(gate) * up, all f32 of one shape; gelu_tanh(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+  // (transformers' gelu_pytorch_tanh)
+  virtual void gelu_tanh_mul(const Tensor& gate, const Tensor& up, const Tensor& out) = 0;
+  // out = x * factor, f32 of one shape
+  virtual void scale(const Tensor& x, float factor, const Tensor& out) = 0;
+  // out = cap * tanh(x / cap), f32 of one shape
+  virtual void softcap(const Tensor& x, float cap, const Tensor& out) = 0;
   // out = a + b, f32 of one shape
   virtual void add(const Tensor& a, const Tensor& b, const Tensor& out) = 0;
   // rows of x f32 [rows, dim] picked by indices i32 [count] -> out [count, dim]

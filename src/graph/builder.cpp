@@ -82,6 +82,19 @@ Value Builder::silu_mul(Value gate, Value up) {
   return record({.kind = OpKind::silu_mul, .inputs = {gate.index, up.index}});
 }
 
+Value Builder::gelu_tanh_mul(Value gate, Value up) {
+  return record({.kind = OpKind::gelu_tanh_mul, .inputs = {gate.index, up.index}});
+}
+
+Value Builder::scale(Value x, float factor) {
+  return record({.kind = OpKind::scale, .inputs = {x.index}, .scale = factor});
+}
+
+Value Builder::softcap(Value x, float cap) {
+  SHARDLM_CHECK(cap > 0, "softcap: the cap must be positive, got ", cap);
+  return record({.kind = OpKind::softcap, .inputs = {x.index}, .scale = cap});
+}
+
 Value Builder::add(Value a, Value b) { return record({.kind = OpKind::add, .inputs = {a.index, b.index}}); }
 
 Value Builder::gather_rows(Value x, Value indices) {

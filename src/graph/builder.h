@@ -53,6 +53,12 @@ class Builder {
   Value attention(Value q, Value k_cache, Value v_cache, Value positions, Value cache_rows, float scale,
                   int64_t sliding_window = 0);
   Value silu_mul(Value gate, Value up);
+  // gelu_tanh(gate) * up: GeGLU with transformers' gelu_pytorch_tanh
+  Value gelu_tanh_mul(Value gate, Value up);
+  // x * factor
+  Value scale(Value x, float factor);
+  // cap * tanh(x / cap): Gemma's soft-capping of logits
+  Value softcap(Value x, float cap);
   Value add(Value a, Value b);
   // x [rows, dim], indices i32 [count] -> [count, dim]
   Value gather_rows(Value x, Value indices);

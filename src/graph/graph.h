@@ -23,6 +23,9 @@ enum class OpKind : uint8_t {
   kv_cache_write,  // (cache, entries, positions, cache_rows): no output value
   attention,       // (q, k_cache, v_cache, positions, cache_rows)
   silu_mul,        // (gate, up)
+  gelu_tanh_mul,   // (gate, up)
+  scale,           // (x): x * node.scale
+  softcap,         // (x): node.scale * tanh(x / node.scale)
   add,             // (a, b)
   gather_rows,     // (x, indices)
   all_reduce,      // (x): summed across the process group, in place
@@ -47,7 +50,7 @@ struct Node {
   std::vector<int32_t> sibling_outputs{};  // sibling_linears: the outputs of its second and later weights;
                                            // top_k: the indices
   float eps = 0;                // rms_norm, rms_norm_linear
-  float scale = 0;              // attention
+  float scale = 0;              // attention, scale; softcap: the cap
   int64_t sliding_window = 0;   // attention
   const backends::RotaryEmbedding* rotary = nullptr;  // rope (owned by the model)
   bool in_place = false;        // rope: rotates its input's memory

@@ -136,6 +136,26 @@ constexpr OpRow rows[] = {
      .shape = elementwise_shape,
      .execute = [](Backend& b, const Operands& o) { b.silu_mul(o.in(0), o.in(1), o.out()); },
      .lower = [](GraphLowering& l, const Node& n) { l.set(n, hlo::silu_mul(l.program(), l.in(n, 0), l.in(n, 1))); }},
+    {.kind = OpKind::gelu_tanh_mul,
+     .name = "gelu_tanh_mul",
+     // gate, up [rows, dim] -> gelu_tanh(gate) * up
+     .shape = elementwise_shape,
+     .execute = [](Backend& b, const Operands& o) { b.gelu_tanh_mul(o.in(0), o.in(1), o.out()); },
+     .lower = [](GraphLowering& l, const Node& n) {
+       l.set(n, hlo::gelu_tanh_mul(l.program(), l.in(n, 0), l.in(n, 1)));
+     }},
+    {.kind = OpKind::scale,
+     .name = "scale",
+     // x -> x * node.scale, same shape
+     .shape = [](const ShapeContext& c, const Node& n) -> Outputs { return {{c.shape(n, 0)}}; },
+     .execute = [](Backend& b, const Operands& o) { b.scale(o.in(0), o.node().scale, o.out()); },
+     .lower = [](GraphLowering& l, const Node& n) { l.set(n, hlo::scale(l.program(), l.in(n, 0), n.scale)); }},
+    {.kind = OpKind::softcap,
+     .name = "softcap",
+     // x -> node.scale * tanh(x / node.scale), same shape
+     .shape = [](const ShapeContext& c, const Node& n) -> Outputs { return {{c.shape(n, 0)}}; },
+     .execute = [](Backend& b, const Operands& o) { b.softcap(o.in(0), o.node().scale, o.out()); },
+     .lower = [](GraphLowering& l, const Node& n) { l.set(n, hlo::softcap(l.program(), l.in(n, 0), n.scale)); }},
     {.kind = OpKind::add,
      .name = "add",
      // a, b of one shape -> a + b

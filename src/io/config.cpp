@@ -89,58 +89,102 @@ json parse_object(const std::string& text, const std::string& source) {
 
 // transformers' per-class defaults for keys that real checkpoints omit.
 struct ClassDefaults {
-  bool head_dim_is_128 = false;  // Qwen3Config, Glm4Config; else hidden_size / num_attention_heads
+  int64_t head_dim = 0;  // 0: hidden_size / num_attention_heads
   double rms_norm_eps = 1e-6;
   int64_t max_position_embeddings = 2048;
   double partial_rotary_factor = 1.0;
   bool attention_bias = false;
+  double rope_theta = 10000.0;
+  bool tie_word_embeddings = false;
+  std::string hidden_act = "silu";
+  bool gemma = false;  // Gemma3TextConfig: local rope base, window pattern, query_pre_attn_scalar
 };
 
 ClassDefaults defaults_for(const std::string& model_type) {
-  if (model_type == "qwen3") return {.head_dim_is_128 = true, .max_position_embeddings = 32768};
+  if (model_type == "qwen3") return {.head_dim = 128, .max_position_embeddings = 32768};
   if (model_type == "qwen2") return {.max_position_embeddings = 32768, .attention_bias = true};
   if (model_type == "glm4")
-    return {.head_dim_is_128 = true, .rms_norm_eps = 1.5625e-7, .max_position_embeddings = 32768,
+    return {.head_dim = 128, .rms_norm_eps = 1.5625e-7, .max_position_embeddings = 32768,
             .partial_rotary_factor = 0.5, .attention_bias = true};
+  if (model_type == "gemma3_text")
+    return {.head_dim = 256, .max_position_embeddings = 131072, .rope_theta = 1e6, .tie_word_embeddings = true,
+            .hidden_act = "gelu_pytorch_tanh", .gemma = true};
   return {};  // LlamaConfig
 }
 
-RopeConfig parse_rope(const Fields& top, const ClassDefaults& defaults) {
-  RopeConfig rope;
-  rope.partial_rotary_factor = top.number("partial_rotary_factor", defaults.partial_rotary_factor);
-  rope.theta = top.number("rope_theta", rope.theta);
-  // transformers v5 writes rope_parameters; older files write rope_scaling. Either may hold rope_theta.
-  for (const char* key : {"rope_scaling", "rope_parameters"}) {
-    const json* section = top.find(key);
-    if (!section) continue;
-    if (!section->is_object()) fail(top.source(), ": '", key, "' must be an object or null");
-    Fields fields(*section, str_cat(top.source(), " ", key));
-    rope.theta = fields.number("rope_theta", rope.theta);
-    rope.rope_type = fields.string("rope_type", fields.string("type", rope.rope_type));
-    rope.factor = fields.number("factor", rope.factor);
-    rope.low_freq_factor = fields.number("low_freq_factor", rope.low_freq_factor);
-    rope.high_freq_factor = fields.number("high_freq_factor", rope.high_freq_factor);
-    rope.original_max_position_embeddings =
-        fields.optional_int("original_max_position_embeddings").value_or(rope.original_max_position_embeddings);
-    rope.partial_rotary_factor = fields.number("partial_rotary_factor", rope.partial_rotary_factor);
-  }
-  if (rope.rope_type != "default" && rope.rope_type != "linear" && rope.rope_type != "llama3")
-    fail(top.source(), ": rope_type '", rope.rope_type,
-         "' is not supported (supported: default, linear, llama3)");
-  if (rope.rope_type == "llama3" && rope.original_max_position_embeddings <= 0)
-    fail(top.source(), ": rope_type llama3 needs original_max_position_embeddings");
-  if (rope.rope_type != "default" && rope.factor <= 0)
-    fail(top.source(), ": rope scaling 'factor' must be positive");
-  if (!(rope.partial_rotary_factor > 0 && rope.partial_rotary_factor <= 1))
-    fail(top.source(), ": partial_rotary_factor must be in (0, 1]");
-  return rope;
+// One rope_scaling / rope_parameters object over `rope`.
+void read_rope_section(const json& section, const std::string& source, RopeConfig& rope) {
+  if (!section.is_object()) fail(source, " must be an object or null");
+  Fields fields(section, source);
+  rope.theta = fields.number("rope_theta", rope.theta);
+  rope.rope_type = fields.string("rope_type", fields.string("type", rope.rope_type));
+  rope.factor = fields.number("factor", rope.factor);
+  rope.low_freq_factor = fields.number("low_freq_factor", rope.low_freq_factor);
+  rope.high_freq_factor = fields.number("high_freq_factor", rope.high_freq_factor);
+  rope.original_max_position_embeddings =
+      fields.optional_int("original_max_position_embeddings").value_or(rope.original_max_position_embeddings);
+  rope.partial_rotary_factor = fields.number("partial_rotary_factor", rope.partial_rotary_factor);
 }
 
-void parse_layer_types(const Fields& fields, ModelConfig& config) {
+void check_rope(const RopeConfig& rope, const std::string& source) {
+  if (rope.rope_type != "default" && rope.rope_type != "linear" && rope.rope_type != "llama3")
+    fail(source, ": rope_type '", rope.rope_type, "' is not supported (supported: default, linear, llama3)");
+  if (rope.rope_type == "llama3" && rope.original_max_position_embeddings <= 0)
+    fail(source, ": rope_type llama3 needs original_max_position_embeddings");
+  if (rope.rope_type != "default" && rope.factor <= 0) fail(source, ": rope scaling 'factor' must be positive");
+  if (!(rope.partial_rotary_factor > 0 && rope.partial_rotary_factor <= 1))
+    fail(source, ": partial_rotary_factor must be in (0, 1]");
+  if (!(rope.theta > 0)) fail(source, ": rope_theta must be positive");
+}
+
+// Sets config.rope, and config.sliding_rope where sliding layers rotate differently.
+// transformers v5 writes rope_parameters, keyed by layer type where the types differ
+// (Gemma 3); older files write rope_scaling (of the full-attention layers) and, for Gemma 3,
+// rope_local_base_freq. Any of them may hold rope_theta.
+void parse_rope(const Fields& top, const ClassDefaults& defaults, ModelConfig& config) {
+  RopeConfig rope;
+  rope.partial_rotary_factor = top.number("partial_rotary_factor", defaults.partial_rotary_factor);
+  rope.theta = top.number("rope_theta", defaults.rope_theta);
+  std::optional<RopeConfig> sliding;
+  if (defaults.gemma) {
+    sliding = RopeConfig{.theta = top.number("rope_local_base_freq", 10000.0),
+                         .partial_rotary_factor = rope.partial_rotary_factor};
+  }
+  if (const json* scaling = top.find("rope_scaling")) read_rope_section(*scaling, top.source() + " rope_scaling", rope);
+  if (const json* parameters = top.find("rope_parameters")) {
+    // Flat, its values are numbers and names; keyed by layer type, objects.
+    const bool by_layer_type = parameters->is_object() &&
+                               std::any_of(parameters->begin(), parameters->end(),
+                                           [](const json& value) { return value.is_object(); });
+    if (!by_layer_type) {
+      read_rope_section(*parameters, top.source() + " rope_parameters", rope);
+    } else {
+      for (const auto& [type, section] : parameters->items()) {
+        const std::string source = str_cat(top.source(), " rope_parameters.", type);
+        if (type == "full_attention") {
+          read_rope_section(section, source, rope);
+        } else if (type == "sliding_attention") {
+          if (!sliding) sliding = RopeConfig{.theta = rope.theta, .partial_rotary_factor = rope.partial_rotary_factor};
+          read_rope_section(section, source, *sliding);
+        } else {
+          fail(source, ": unknown layer type (rope_parameters keyed by layer type take full_attention and "
+                       "sliding_attention)");
+        }
+      }
+    }
+  }
+  check_rope(rope, top.source());
+  if (sliding) check_rope(*sliding, top.source() + " (sliding_attention layers)");
+  config.rope = rope;
+  config.sliding_rope = sliding;
+}
+
+void parse_layer_types(const Fields& fields, const ClassDefaults& defaults, ModelConfig& config) {
   const bool qwen_rule = config.model_type == "qwen2" || config.model_type == "qwen3";
   // Qwen configs drop sliding_window unless use_sliding_window is set; others use it as given.
   const bool windowed = qwen_rule ? fields.boolean("use_sliding_window", false) : true;
-  const std::optional<int64_t> window = windowed ? fields.optional_int("sliding_window") : std::nullopt;
+  std::optional<int64_t> window = windowed ? fields.optional_int("sliding_window") : std::nullopt;
+  if (defaults.gemma && !fields.find("sliding_window")) window = 4096;
   if (window && *window <= 0) fail(fields.source(), ": sliding_window must be positive, got ", *window);
   if (const json* types = fields.find("layer_types")) {
     if (!types->is_array() || static_cast<int64_t>(types->size()) != config.num_hidden_layers)
@@ -151,6 +195,12 @@ void parse_layer_types(const Fields& fields, ModelConfig& config) {
              " is not supported (supported: full_attention, sliding_attention)");
       config.layer_types.push_back(type.get<std::string>());
     }
+  } else if (defaults.gemma) {
+    // Gemma3TextConfig: every sliding_window_pattern-th layer attends globally.
+    const int64_t pattern = fields.optional_int("sliding_window_pattern").value_or(6);
+    if (pattern <= 0) fail(fields.source(), ": sliding_window_pattern must be positive, got ", pattern);
+    for (int64_t i = 0; i < config.num_hidden_layers; ++i)
+      config.layer_types.push_back((i + 1) % pattern != 0 ? "sliding_attention" : "full_attention");
   } else {
     const int64_t max_window_layers = fields.optional_int("max_window_layers").value_or(28);  // Qwen2/Qwen3Config
     for (int64_t i = 0; i < config.num_hidden_layers; ++i)
@@ -162,6 +212,26 @@ void parse_layer_types(const Fields& fields, ModelConfig& config) {
   if (any_sliding && !window)
     fail(fields.source(), ": layer_types has sliding_attention layers but no positive sliding_window");
   config.sliding_window = any_sliding ? *window : 0;
+}
+
+// query_pre_attn_scalar and soft-capping, which Gemma configs set.
+void parse_gemma_fields(const Fields& fields, const ClassDefaults& defaults, ModelConfig& config) {
+  if (fields.find("query_pre_attn_scalar") || defaults.gemma) {
+    config.query_pre_attn_scalar = fields.number("query_pre_attn_scalar", 256);
+    if (!(*config.query_pre_attn_scalar > 0))
+      fail(fields.source(), ": query_pre_attn_scalar must be positive, got ", *config.query_pre_attn_scalar);
+  }
+  if (fields.find("final_logit_softcapping")) {
+    config.final_logit_softcapping = fields.number("final_logit_softcapping", 0);
+    if (!(*config.final_logit_softcapping > 0))
+      fail(fields.source(), ": final_logit_softcapping must be positive or null, got ",
+           *config.final_logit_softcapping);
+  }
+  if (fields.find("attn_logit_softcapping"))
+    fail(fields.source(), ": attn_logit_softcapping is not supported (the attention kernels do not cap scores): "
+                          "Gemma 3 checkpoints set it to null; Gemma 2's cannot run here yet");
+  if (fields.boolean("use_bidirectional_attention", false))
+    fail(fields.source(), ": use_bidirectional_attention is not supported: a causal LM attends causally");
 }
 
 }  // namespace
@@ -192,7 +262,7 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
   if (config.num_key_value_heads <= 0 || config.num_attention_heads % config.num_key_value_heads != 0)
     fail(source, ": num_attention_heads (", config.num_attention_heads,
          ") must be a positive multiple of num_key_value_heads (", config.num_key_value_heads, ")");
-  int64_t default_head_dim = defaults.head_dim_is_128 ? 128 : config.hidden_size / config.num_attention_heads;
+  const int64_t default_head_dim = defaults.head_dim ? defaults.head_dim : config.hidden_size / config.num_attention_heads;
   config.head_dim = fields.optional_int("head_dim").value_or(default_head_dim);
   if (config.head_dim <= 0 || config.head_dim % 2 != 0)
     fail(source, ": head_dim must be a positive even number, got ", config.head_dim);
@@ -200,9 +270,10 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
       fields.optional_int("max_position_embeddings").value_or(defaults.max_position_embeddings);
   if (config.max_position_embeddings <= 0) fail(source, ": max_position_embeddings must be positive");
   config.rms_norm_eps = fields.number("rms_norm_eps", defaults.rms_norm_eps);
-  config.rope = parse_rope(fields, defaults);
-  config.hidden_act = fields.string("hidden_act", "silu");
-  config.tie_word_embeddings = fields.boolean("tie_word_embeddings", false);
+  parse_rope(fields, defaults, config);
+  config.hidden_act = fields.string("hidden_activation", fields.string("hidden_act", defaults.hidden_act));
+  config.tie_word_embeddings = fields.boolean("tie_word_embeddings", defaults.tie_word_embeddings);
+  parse_gemma_fields(fields, defaults, config);
   config.attention_bias = fields.boolean("attention_bias", defaults.attention_bias);
   config.mlp_bias = fields.boolean("mlp_bias", false);
   std::string dtype_text = fields.string("dtype", fields.string("torch_dtype", ""));
@@ -216,7 +287,7 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
   config.bos_token_id = fields.optional_int("bos_token_id");
   config.eos_token_id = fields.int_list("eos_token_id");
   config.pad_token_id = fields.optional_int("pad_token_id");
-  parse_layer_types(fields, config);
+  parse_layer_types(fields, defaults, config);
   if (const json* quantization = fields.find("quantization_config")) {
     const json* method = quantization->is_object() && quantization->contains("quant_method")
                              ? &(*quantization)["quant_method"] : nullptr;

@@ -37,8 +37,15 @@ struct ModelConfig {
   int64_t head_dim = 0;
   int64_t max_position_embeddings = 0;
   double rms_norm_eps = 1e-6;
-  RopeConfig rope;
-  std::string hidden_act = "silu";
+  RopeConfig rope;  // of every layer, or of the full_attention layers where sliding_rope is set
+  // The rope of sliding_attention layers where it differs (Gemma 3: rope_local_base_freq,
+  // or rope_parameters keyed by layer type).
+  std::optional<RopeConfig> sliding_rope{};
+  // Attention scores are scaled by query_pre_attn_scalar^-0.5 (Gemma), else head_dim^-0.5.
+  std::optional<double> query_pre_attn_scalar{};
+  // logits = cap * tanh(logits / cap) where set (final_logit_softcapping).
+  std::optional<double> final_logit_softcapping{};
+  std::string hidden_act = "silu";  // hidden_act, or Gemma's hidden_activation
   bool tie_word_embeddings = false;
   bool attention_bias = false;
   bool mlp_bias = false;
@@ -58,6 +65,10 @@ struct ModelConfig {
   // The attention window of layer `layer` (0: unlimited).
   int64_t attention_window(int64_t layer) const {
     return layer_types[layer] == "sliding_attention" ? sliding_window : 0;
+  }
+  // The rope of layer `layer`.
+  const RopeConfig& rope_of(int64_t layer) const {
+    return sliding_rope && layer_types[layer] == "sliding_attention" ? *sliding_rope : rope;
   }
 };
 

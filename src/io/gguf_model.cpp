@@ -11,12 +11,15 @@ namespace {
 struct Architecture {
   const char* gguf;        // general.architecture
   const char* class_name;  // transformers' architectures[0]
+  const char* model_type;  // transformers' model_type
   bool permuted_qk;        // convert_hf_to_gguf.py permutes q/k rows (rope in interleaved pairs)
+  bool gemma;              // four norms a layer, stored as 1 + weight; what llama.cpp fixes for Gemma 3
 };
 constexpr Architecture architectures[] = {
-    {"llama", "LlamaForCausalLM", true},
-    {"qwen2", "Qwen2ForCausalLM", false},
-    {"qwen3", "Qwen3ForCausalLM", false},
+    {"llama", "LlamaForCausalLM", "llama", true, false},
+    {"qwen2", "Qwen2ForCausalLM", "qwen2", false, false},
+    {"qwen3", "Qwen3ForCausalLM", "qwen3", false, false},
+    {"gemma3", "Gemma3ForCausalLM", "gemma3_text", false, true},
 };
 
 const Architecture& architecture_of(const GgufFile& file) {
@@ -24,7 +27,7 @@ const Architecture& architecture_of(const GgufFile& file) {
   for (const Architecture& architecture : architectures)
     if (name == architecture.gguf) return architecture;
   fail(file.source_name(), ": general.architecture '", name,
-       "' is not one shardlm runs from GGUF (it runs llama, qwen2, qwen3)");
+       "' is not one shardlm runs from GGUF (it runs llama, qwen2, qwen3, gemma3)");
 }
 
 // llama.cpp's per-layer tensor names (after "blk.N.") and transformers' (after "model.layers.N.").
@@ -36,11 +39,17 @@ constexpr std::pair<const char*, const char*> layer_tensors[] = {
     {"ffn_gate", "mlp.gate_proj"},           {"ffn_up", "mlp.up_proj"},
     {"ffn_down", "mlp.down_proj"},
 };
+// Gemma's: its ffn_norm comes before the MLP, and two more norms follow the sublayers.
+constexpr std::pair<const char*, const char*> gemma_layer_tensors[] = {
+    {"ffn_norm", "pre_feedforward_layernorm"},
+    {"post_attention_norm", "post_attention_layernorm"},
+    {"post_ffw_norm", "post_feedforward_layernorm"},
+};
 constexpr std::pair<const char*, const char*> model_tensors[] = {
     {"token_embd", "model.embed_tokens"}, {"output_norm", "model.norm"}, {"output", "lm_head"}};
 
 // transformers' name of GGUF tensor `name`, or "" for one no supported model reads.
-std::string transformers_name(const std::string& name) {
+std::string transformers_name(const std::string& name, const Architecture& architecture) {
   const size_t dot = name.rfind('.');
   if (dot == std::string::npos) return "";
   const std::string stem = name.substr(0, dot), suffix = name.substr(dot);  // ".weight" / ".bias"
@@ -51,6 +60,9 @@ std::string transformers_name(const std::string& name) {
   if (layer_end == std::string::npos) return "";
   const std::string layer = stem.substr(4, layer_end - 4), part = stem.substr(layer_end + 1);
   if (layer.empty() || layer.find_first_not_of("0123456789") != std::string::npos) return "";
+  if (architecture.gemma)
+    for (const auto& [gguf, hf] : gemma_layer_tensors)
+      if (part == gguf) return "model.layers." + layer + "." + hf + suffix;
   for (const auto& [gguf, hf] : layer_tensors)
     if (part == gguf) return "model.layers." + layer + "." + hf + suffix;
   return "";
@@ -70,6 +82,23 @@ void unpermute_rows(Tensor& weight, int64_t heads, const std::string& where) {
       for (int64_t j = 0; j < 2; ++j)
         std::memcpy(out + (h * per_head + j * half + i) * columns, stored.data() + (h * per_head + 2 * i + j) * columns,
                     columns * sizeof(float));
+}
+
+// What llama.cpp (0.5.0, llama-model.cpp) fixes for gemma3 rather than reading from the file:
+// every 6th layer global, the others sliding with rope base 10000, and attention scaled by
+// key_length^-0.5 (transformers' query_pre_attn_scalar; head_dim for every size but 27B's).
+void add_gemma_config(const GgufFile& file, nlohmann::json& config) {
+  const int64_t layers = config["num_hidden_layers"].get<int64_t>();
+  nlohmann::json types = nlohmann::json::array();
+  for (int64_t i = 0; i < layers; ++i) types.push_back((i + 1) % 6 != 0 ? "sliding_attention" : "full_attention");
+  config["layer_types"] = std::move(types);
+  config["sliding_window"] = file.get_integer("gemma3.attention.sliding_window");
+  config["rope_local_base_freq"] = 10000.0;
+  config["query_pre_attn_scalar"] = config["head_dim"];
+  config["hidden_activation"] = "gelu_pytorch_tanh";
+  config.erase("hidden_act");
+  if (file.contains("gemma3.final_logit_softcapping"))
+    config["final_logit_softcapping"] = file.get_number("gemma3.final_logit_softcapping");
 }
 
 }  // namespace
@@ -102,7 +131,7 @@ std::string gguf_config_json(const GgufFile& file) {
          "the vocabulary size");
   nlohmann::json config = {
       {"architectures", {architecture.class_name}},
-      {"model_type", architecture.gguf},
+      {"model_type", architecture.model_type},
       {"vocab_size", vocab_size},
       {"hidden_size", hidden},
       {"intermediate_size", integer("feed_forward_length")},
@@ -118,142 +147,12 @@ std::string gguf_config_json(const GgufFile& file) {
       {"tie_word_embeddings", !file.contains_tensor("output.weight")},
       {"attention_bias", file.contains_tensor("blk.0.attn_q.bias")},
   };
+  if (architecture.gemma) add_gemma_config(file, config);
   for (const char* token : {"bos", "eos"}) {
     const std::string key = str_cat("tokenizer.ggml.", token, "_token_id");
     if (file.contains(key)) config[str_cat(token, "_token_id")] = file.get_integer(key);
   }
   return config.dump(2);
-}
-
-namespace {
-
-// llama.cpp's token types (tokenizer.ggml.token_type).
-enum TokenType : int64_t { normal = 1, unknown = 2, control = 3, user_defined = 4, unused = 5, byte = 6 };
-
-// The pre-tokenizer regexes llama.cpp applies for tokenizer.ggml.pre, as the tokenizer.json
-// files of those models write them.
-const char* pre_tokenizer_regex(const std::string& pre) {
-  if (pre == "qwen2")
-    return R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
-  if (pre == "llama-bpe")
-    return R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
-  return nullptr;
-}
-
-// Texts llama.cpp (0.5.0, llama-vocab.cpp) takes for end-of-generation, fill-in-the-middle
-// and similar control tokens whatever type the file gives them: it makes them CONTROL, so
-// they are matched in text as special tokens (Qwen's vocabulary lists "</s>" as normal).
-constexpr const char* control_looking_texts[] = {
-    "</s>", "<EOT>", "<MID>", "<PAD>", "<PRE>", "<REPO>", "<SUF>", "<end_of_turn>", "<end_of_utterance>", "<eos>",
-    "<fim-middle>", "<fim-pad>", "<fim-prefix>", "<fim-repo>", "<fim-suffix>", "<fim_middle>", "<fim_pad>",
-    "<fim_prefix>", "<fim_suffix>", "<reponame>", "<turn|>", "<|calls|>", "<|call|>", "<|code_middle|>",
-    "<|code_prefix|>", "<|code_suffix|>", "<|end_of_text|>", "<|endoftext|>", "<|end|>", "<|eom_id|>", "<|eot_id|>",
-    "<|file_sep|>", "<|fim_middle|>", "<|fim_pad|>", "<|fim_prefix|>", "<|fim_repo|>", "<|fim_suffix|>", "<|flush|>",
-    "<|im_end|>", "<|middle|>", "<|prefix|>", "<|repo_name|>", "<|return|>", "<|suffix|>", "<|tool_response>",
-    "<｜end▁of▁sentence｜>", "<｜fim▁begin｜>",
-    "<｜fim▁end｜>", "<｜fim▁hole｜>", "[EOS]", "[EOT]", "[PAD]", "[e~[",
-    "_<EOT>", "▁<MID>", "▁<PRE>", "▁<SUF>"};
-// And texts it always makes USER_DEFINED (gpt-oss's).
-constexpr const char* user_defined_texts[] = {"<|channel|>", "<|message|>", "<|start|>", "<|constrain|>"};
-
-int64_t llama_cpp_token_type(const std::string& text, int64_t stored) {
-  for (const char* candidate : user_defined_texts)
-    if (text == candidate) return user_defined;
-  for (const char* candidate : control_looking_texts)
-    if (text == candidate) return control;
-  return stored;
-}
-
-std::string pre_of(const GgufFile& file) {
-  return file.contains("tokenizer.ggml.pre") ? file.get_string("tokenizer.ggml.pre") : "default";
-}
-
-}  // namespace
-
-std::string gguf_vocabulary_unread_reason(const GgufFile& file) {
-  if (!file.contains("tokenizer.ggml.model") || file.get_string("tokenizer.ggml.model") == "none")
-    return "it has no vocabulary (tokenizer.ggml.model is absent or \"none\")";
-  const std::string model = file.get_string("tokenizer.ggml.model");
-  if (model != "gpt2")
-    return str_cat("its vocabulary is of kind '", model, "' (tokenizer.ggml.model), which shardlm does not read yet "
-                   "(it reads 'gpt2': byte-level BPE)");
-  if (!pre_tokenizer_regex(pre_of(file)))
-    return str_cat("its pre-tokenizer '", pre_of(file), "' (tokenizer.ggml.pre) is not one shardlm knows yet "
-                   "(it knows qwen2, llama-bpe)");
-  return "";
-}
-
-std::map<std::string, std::string> gguf_tokenizer_files(const GgufFile& file) {
-  if (!gguf_vocabulary_unread_reason(file).empty()) return {};
-  const std::string pre = pre_of(file);
-  const std::vector<std::string> tokens = file.get_strings("tokenizer.ggml.tokens");
-  const std::vector<int64_t> types = file.contains("tokenizer.ggml.token_type")
-                                         ? file.get_integers("tokenizer.ggml.token_type")
-                                         : std::vector<int64_t>(tokens.size(), normal);
-  if (types.size() != tokens.size())
-    fail(file.source_name(), ": tokenizer.ggml.token_type has ", types.size(), " entries for ", tokens.size(),
-         " tokens");
-  nlohmann::json vocab = nlohmann::json::object(), added = nlohmann::json::array();
-  for (size_t id = 0; id < tokens.size(); ++id) {
-    // As in llama.cpp, every token stays in the vocabulary (merges may make a control one);
-    // control and user-defined ones are also matched whole in the text.
-    const int64_t type = llama_cpp_token_type(tokens[id], types[id]);
-    if (type == control || type == user_defined)
-      added.push_back({{"id", id}, {"content", tokens[id]}, {"single_word", false}, {"lstrip", false},
-                       {"rstrip", false}, {"normalized", false}, {"special", type == control}});
-    if (type != unused) vocab[tokens[id]] = id;
-  }
-  const bool add_bos = file.contains("tokenizer.ggml.add_bos_token") && file.get_bool("tokenizer.ggml.add_bos_token");
-  nlohmann::json post_processor = nullptr;
-  nlohmann::json config = {{"add_bos_token", add_bos}, {"add_eos_token", false}};
-  const auto token_of = [&](const char* key) -> std::optional<std::string> {
-    if (!file.contains(key)) return std::nullopt;
-    const int64_t id = file.get_integer(key);
-    if (id < 0 || id >= static_cast<int64_t>(tokens.size()))
-      fail(file.source_name(), ": ", key, " is ", id, ", outside the ", tokens.size(), " tokens");
-    return tokens[static_cast<size_t>(id)];
-  };
-  if (const auto bos = token_of("tokenizer.ggml.bos_token_id")) {
-    config["bos_token"] = *bos;
-    if (add_bos)
-      post_processor = {{"type", "TemplateProcessing"},
-                        {"single", {{{"SpecialToken", {{"id", *bos}, {"type_id", 0}}}},
-                                    {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}},
-                        {"pair", {{{"SpecialToken", {{"id", *bos}, {"type_id", 0}}}},
-                                  {{"Sequence", {{"id", "A"}, {"type_id", 0}}}},
-                                  {{"SpecialToken", {{"id", *bos}, {"type_id", 1}}}},
-                                  {{"Sequence", {{"id", "B"}, {"type_id", 1}}}}}},
-                        {"special_tokens",
-                         {{*bos, {{"id", *bos}, {"ids", {file.get_integer("tokenizer.ggml.bos_token_id")}},
-                                  {"tokens", {*bos}}}}}}};
-  }
-  if (const auto eos = token_of("tokenizer.ggml.eos_token_id")) config["eos_token"] = *eos;
-  if (const auto pad = token_of("tokenizer.ggml.padding_token_id")) config["pad_token"] = *pad;
-  if (file.contains("tokenizer.chat_template")) config["chat_template"] = file.get_string("tokenizer.chat_template");
-  const nlohmann::json byte_level = {
-      {"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", false}};
-  const nlohmann::json split = {{"type", "Split"},
-                                {"pattern", {{"Regex", pre_tokenizer_regex(pre)}}},
-                                {"behavior", "Isolated"},
-                                {"invert", false}};
-  nlohmann::json model = {{"type", "BPE"},
-                          {"dropout", nullptr},
-                          {"unk_token", nullptr},
-                          {"continuing_subword_prefix", ""},
-                          {"end_of_word_suffix", ""},
-                          {"fuse_unk", false},
-                          {"byte_fallback", false},
-                          // llama.cpp looks a whole pre-token up first for Llama 3, as its tokenizer.json says.
-                          {"ignore_merges", pre == "llama-bpe"}};
-  model["vocab"] = std::move(vocab);
-  model["merges"] = file.contains("tokenizer.ggml.merges") ? file.get_strings("tokenizer.ggml.merges")
-                                                           : std::vector<std::string>{};
-  nlohmann::json tokenizer = {{"version", "1.0"}, {"normalizer", nullptr}, {"decoder", byte_level}};
-  tokenizer["added_tokens"] = std::move(added);
-  tokenizer["pre_tokenizer"] = {{"type", "Sequence"}, {"pretokenizers", {split, byte_level}}};
-  tokenizer["post_processor"] = std::move(post_processor);
-  tokenizer["model"] = std::move(model);
-  return {{"tokenizer.json", tokenizer.dump()}, {"tokenizer_config.json", config.dump()}};
 }
 
 GgufWeights::GgufWeights(std::shared_ptr<const GgufFile> file) : file_(std::move(file)) {
@@ -264,9 +163,10 @@ GgufWeights::GgufWeights(std::shared_ptr<const GgufFile> file) : file_(std::move
                                ? file_->get_integer(prefix + "attention.head_count_kv")
                                : heads;
   for (const GgufTensorInfo& tensor : file_->tensors()) {
-    const std::string name = transformers_name(tensor.name);
+    const std::string name = transformers_name(tensor.name, architecture);
     if (name.empty()) continue;  // not a weight of these models: the loading report is about ours
     Source source{.gguf_name = tensor.name};
+    if (architecture.gemma && name.ends_with("norm.weight")) source.shift = -1.0f;
     if (architecture.permuted_qk && name.ends_with(".self_attn.q_proj.weight")) source.permuted_heads = heads;
     if (architecture.permuted_qk && name.ends_with(".self_attn.k_proj.weight")) source.permuted_heads = kv_heads;
     sources_.emplace(name, source);
@@ -287,6 +187,10 @@ Tensor GgufWeights::tensor(const std::string& name) const {
   Tensor weight = file_->dequantized(from.gguf_name);
   if (from.permuted_heads > 0)
     unpermute_rows(weight, from.permuted_heads, str_cat(file_->source_name(), ": tensor '", from.gguf_name, "'"));
+  if (from.shift != 0) {
+    float* values = weight.mutable_data<float>();
+    for (int64_t i = 0; i < weight.numel(); ++i) values[i] += from.shift;
+  }
   return weight;
 }
 

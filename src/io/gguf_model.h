@@ -2,7 +2,8 @@
 // A GGUF file as a checkpoint: the config.json its metadata implies and its tensors
 // under transformers' names, as llama.cpp's convert_hf_to_gguf.py wrote them (llama.cpp's
 // names and metadata keys; for Llama, q_proj and k_proj rows permuted into interleaved
-// rope pairs, which are put back). Architectures: llama, qwen2, qwen3.
+// rope pairs, which are put back; for Gemma 3, norms stored as 1 + weight, which are
+// shifted back). Architectures: llama, qwen2, qwen3, gemma3. Its vocabulary: gguf_vocabulary.h.
 
 #include <map>
 #include <memory>
@@ -16,16 +17,6 @@ namespace shardlm::io {
 
 // config.json's text for the file's architecture and hyper-parameters.
 std::string gguf_config_json(const GgufFile& file);
-
-// tokenizer.json and tokenizer_config.json for the file's vocabulary (tokenizer.ggml.*), as
-// a tokenizer that splits text as llama.cpp does: byte-level BPE ("gpt2") with the
-// pre-tokenizer regex of tokenizer.ggml.pre ("qwen2", "llama-bpe"), no normalizer, its
-// CONTROL and USER_DEFINED tokens matched in text, BOS added where add_bos_token says.
-// Empty where the file has no vocabulary or one of a kind not read yet (see
-// gguf_vocabulary_unread_reason).
-std::map<std::string, std::string> gguf_tokenizer_files(const GgufFile& file);
-// Why gguf_tokenizer_files gives nothing, for messages ("its vocabulary is of kind 'llama'...").
-std::string gguf_vocabulary_unread_reason(const GgufFile& file);
 
 // The tensors of a GGUF file by transformers' names, each decoded to float32 when read.
 class GgufWeights {
@@ -42,6 +33,7 @@ class GgufWeights {
   struct Source {
     std::string gguf_name;
     int64_t permuted_heads = 0;  // Llama's q/k rows: the heads they were permuted over; 0: as stored
+    float shift = 0;             // added to every value: Gemma's norms are stored as 1 + transformers' weight
   };
   const Source& source(const std::string& name) const;
 

@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/logging.h"
 #include "io/gguf_model.h"
+#include "io/gguf_vocabulary.h"
 #include "io/hub/hub_cache.h"
 #include "io/hub/snapshot_download.h"
 

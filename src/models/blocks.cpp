@@ -42,11 +42,23 @@ AttentionWeights load_attention(WeightLoader& loader, const std::string& prefix,
   weights.v_proj = load_linear(loader, v, kv_split, options.bias_qkv);
   weights.o_proj = load_linear(loader, o, output_split, options.bias_o);
   if (options.qk_norm) {
-    weights.q_norm = loader.require(prefix + ".q_norm.weight", {head_dim});
-    weights.k_norm = loader.require(prefix + ".k_norm.weight", {head_dim});
+    weights.q_norm = load_norm(loader, prefix + ".q_norm.weight", head_dim, options.norm_plus_one);
+    weights.k_norm = load_norm(loader, prefix + ".k_norm.weight", head_dim, options.norm_plus_one);
   }
   loader.add_cache_layer(weights.k_proj.splits_output() ? kv_split.output.size() / head_dim : kv_heads);
   return weights;
+}
+
+Activation activation_of(const io::ModelConfig& config) {
+  if (config.hidden_act == "silu") return Activation::silu;
+  // gelu_new is the same tanh approximation under its older name.
+  if (config.hidden_act == "gelu_pytorch_tanh" || config.hidden_act == "gelu_new") return Activation::gelu_tanh;
+  fail(config.source, ": hidden_act '", config.hidden_act,
+       "' is not supported (supported: silu, gelu_pytorch_tanh, gelu_new)");
+}
+
+Tensor load_norm(WeightLoader& loader, const std::string& name, int64_t dim, bool plus_one) {
+  return plus_one ? loader.require_plus(name, {dim}, 1.0f) : loader.require(name, {dim});
 }
 
 GatedMlpWeights load_gated_mlp(WeightLoader& loader, const std::string& prefix, const io::ModelConfig& config,
@@ -75,8 +87,8 @@ GatedMlpWeights load_fused_gated_mlp(WeightLoader& loader, const std::string& pr
   return weights;
 }
 
-backends::RotaryEmbedding make_rotary_embedding(const io::ModelConfig& config, bool interleaved) {
-  const io::RopeConfig& rope = config.rope;
+backends::RotaryEmbedding make_rotary_embedding(const io::ModelConfig& config, const io::RopeConfig& rope,
+                                                bool interleaved) {
   backends::RotaryEmbedding rotary;
   rotary.interleaved = interleaved;
   rotary.rotary_dim = static_cast<int64_t>(static_cast<double>(config.head_dim) * rope.partial_rotary_factor);
@@ -138,7 +150,8 @@ Value self_attention(Builder& builder, const AttentionWeights& weights, const io
   builder.kv_cache_write(v_cache, builder.reshape(v, {step.batch, step.seq, kv_heads, head_dim}), step.positions,
                          step.cache_rows);
 
-  const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
+  const double scaled_by = config.query_pre_attn_scalar.value_or(static_cast<double>(head_dim));
+  const float scale = static_cast<float>(1.0 / std::sqrt(scaled_by));
   Value attended = builder.attention(builder.reshape(q, {step.batch, step.seq, heads, head_dim}), k_cache, v_cache,
                                      step.positions, step.cache_rows, scale, sliding_window);  // [batch, seq, heads, head_dim]
   Sharded heads_out = q_heads;
@@ -148,14 +161,18 @@ Value self_attention(Builder& builder, const AttentionWeights& weights, const io
   return to_whole(builder, group, apply(builder, group, heads_out, weights.o_proj));
 }
 
-Value gated_mlp(Builder& builder, parallel::ProcessGroup& group, const GatedMlpWeights& weights, Value x) {
+Value gated_mlp(Builder& builder, parallel::ProcessGroup& group, const GatedMlpWeights& weights, Value x,
+                Activation activation) {
   const Sharded input{.value = x};
   Sharded gate = apply(builder, group, input, weights.gate_proj), up = apply(builder, group, input, weights.up_proj);
+  const auto gated = [&](Value g, Value u) {
+    return activation == Activation::silu ? builder.silu_mul(g, u) : builder.gelu_tanh_mul(g, u);
+  };
   Sharded product = gate;
   if (gate.layout == Sharded::Layout::split && up.layout == Sharded::Layout::split && gate.features == up.features) {
-    product.value = builder.silu_mul(gate.value, up.value);
+    product.value = gated(gate.value, up.value);
   } else {
-    product = {.value = builder.silu_mul(to_whole(builder, group, gate), to_whole(builder, group, up))};
+    product = {.value = gated(to_whole(builder, group, gate), to_whole(builder, group, up))};
   }
   return to_whole(builder, group, apply(builder, group, product, weights.down_proj));
 }

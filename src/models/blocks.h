@@ -31,7 +31,16 @@ struct AttentionOptions {
   bool bias_qkv = false;  // q/k/v projections carry a bias
   bool bias_o = false;
   bool qk_norm = false;   // per-head q_norm/k_norm weights
+  bool norm_plus_one = false;  // they scale by (1 + weight) (Gemma)
 };
+
+// The gated MLP's activation, from config.hidden_act.
+enum class Activation { silu, gelu_tanh };
+// config.hidden_act as an Activation; an unsupported one is an error naming the supported.
+Activation activation_of(const io::ModelConfig& config);
+
+// The norm weight `name` [dim]; with plus_one the (1 + weight) Gemma's norms scale by, as f32.
+Tensor load_norm(WeightLoader& loader, const std::string& name, int64_t dim, bool plus_one);
 
 // Loads `prefix`.{q,k,v,o}_proj (+ biases, q_norm/k_norm as `options` says), e.g. prefix "model.layers.3.self_attn".
 AttentionWeights load_attention(WeightLoader& loader, const std::string& prefix, const io::ModelConfig& config,
@@ -43,8 +52,9 @@ GatedMlpWeights load_gated_mlp(WeightLoader& loader, const std::string& prefix, 
 // `prefix`.down_proj; split colwise, each rank takes matching gate and up rows.
 GatedMlpWeights load_fused_gated_mlp(WeightLoader& loader, const std::string& prefix, const io::ModelConfig& config);
 
-// transformers' inverse frequencies for config.rope (default, linear, llama3).
-backends::RotaryEmbedding make_rotary_embedding(const io::ModelConfig& config, bool interleaved);
+// transformers' inverse frequencies for `rope` (default, linear, llama3) over config.head_dim.
+backends::RotaryEmbedding make_rotary_embedding(const io::ModelConfig& config, const io::RopeConfig& rope,
+                                                bool interleaved);
 
 // What every layer's attention needs to know about the current step.
 struct StepContext {
@@ -75,8 +85,8 @@ graph::Value self_attention(graph::Builder& builder, const AttentionWeights& wei
                             const StepContext& step, LayerCache& cache, graph::Value x, int64_t sliding_window,
                             graph::Value output_rows = {});
 
-// down(silu(gate(x)) * up(x)). x [tokens, hidden] -> [tokens, hidden], whole on every rank
+// down(act(gate(x)) * up(x)). x [tokens, hidden] -> [tokens, hidden], whole on every rank
 graph::Value gated_mlp(graph::Builder& builder, parallel::ProcessGroup& group, const GatedMlpWeights& weights,
-                       graph::Value x);
+                       graph::Value x, Activation activation);
 
 }  // namespace shardlm::models

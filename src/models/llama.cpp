@@ -6,10 +6,9 @@
 namespace shardlm::models {
 
 std::unique_ptr<CausalLM> create_llama(const io::ModelConfig& config, WeightLoader& loader) {
-  check_supported_activation(config);
-  AttentionOptions attention{.bias_qkv = config.attention_bias, .bias_o = config.attention_bias};
-  PreNormDecoderWeights weights = load_pre_norm_decoder(loader, config, attention, config.mlp_bias);
-  return std::make_unique<PreNormDecoderLM>(config, std::move(weights), loader.loaded_bytes());
+  return create_decoder(config, loader,
+                        {.attention = {.bias_qkv = config.attention_bias, .bias_o = config.attention_bias},
+                         .mlp_bias = config.mlp_bias});
 }
 
 }  // namespace shardlm::models

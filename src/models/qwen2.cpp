@@ -7,10 +7,7 @@
 namespace shardlm::models {
 
 std::unique_ptr<CausalLM> create_qwen2(const io::ModelConfig& config, WeightLoader& loader) {
-  check_supported_activation(config);
-  AttentionOptions attention{.bias_qkv = true, .bias_o = false};
-  PreNormDecoderWeights weights = load_pre_norm_decoder(loader, config, attention, /*mlp_bias=*/false);
-  return std::make_unique<PreNormDecoderLM>(config, std::move(weights), loader.loaded_bytes());
+  return create_decoder(config, loader, {.attention = {.bias_qkv = true, .bias_o = false}});
 }
 
 }  // namespace shardlm::models

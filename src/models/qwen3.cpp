@@ -6,10 +6,9 @@
 namespace shardlm::models {
 
 std::unique_ptr<CausalLM> create_qwen3(const io::ModelConfig& config, WeightLoader& loader) {
-  check_supported_activation(config);
-  AttentionOptions attention{.bias_qkv = config.attention_bias, .bias_o = config.attention_bias, .qk_norm = true};
-  PreNormDecoderWeights weights = load_pre_norm_decoder(loader, config, attention, /*mlp_bias=*/false);
-  return std::make_unique<PreNormDecoderLM>(config, std::move(weights), loader.loaded_bytes());
+  return create_decoder(
+      config, loader,
+      {.attention = {.bias_qkv = config.attention_bias, .bias_o = config.attention_bias, .qk_norm = true}});
 }
 
 }  // namespace shardlm::models

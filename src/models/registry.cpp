@@ -22,6 +22,7 @@ const std::map<std::string, Architecture>& architectures() {
       {"Qwen3ForCausalLM", {create_qwen3, pre_norm_decoder_tp_plan}},
       {"Qwen2ForCausalLM", {create_qwen2, pre_norm_decoder_tp_plan}},
       {"Glm4ForCausalLM", {create_glm4, glm4_tp_plan}},
+      {"Gemma3ForCausalLM", {create_gemma3, pre_norm_decoder_tp_plan}},
   };
   return table;
 }

@@ -93,6 +93,27 @@ Tensor WeightLoader::require(const std::string& name, const Shape& expected) {
   return require_part(name, expected, nullptr, nullptr);
 }
 
+Tensor WeightLoader::require_plus(const std::string& name, const Shape& expected, float offset) {
+  if (tensor_parallel_.size() > 1 && style_for(name) != parallel::ShardStyle::replicate)
+    fail("the tp_plan splits '", name, "', a norm weight that stays whole: use 'replicate' or drop the rule");
+  check_within(name, expected, nullptr, nullptr);
+  if (!checkpoint_) {
+    requested_.emplace_back(name, expected);
+    return Tensor::empty(expected, DType::f32);
+  }
+  const Tensor stored = checkpoint_->tensor(name);
+  read_.insert(name);
+  if (stored.shape() != expected)
+    fail("tensor '", name, "' has shape ", stored.shape().to_string(), " but ", config_source_, " implies ",
+         expected.to_string(), ": config.json does not match the weights");
+  if (!is_floating(stored.dtype()))
+    fail("tensor '", name, "' is ", dtype_name(stored.dtype()), "; a norm weight must be a float");
+  Tensor shifted = stored.dtype() == DType::f32 ? stored.clone() : stored.to_dtype(DType::f32);
+  float* values = shifted.mutable_data<float>();
+  for (int64_t i = 0; i < shifted.numel(); ++i) values[i] += offset;
+  return place(std::move(shifted), name);
+}
+
 Tensor WeightLoader::require_part(const std::string& name, const Shape& expected, const parallel::Segments* rows,
                                   const parallel::Segments* columns) {
   check_within(name, expected, rows, columns);
@@ -170,6 +191,10 @@ Tensor WeightLoader::finish_loading(Tensor tensor, const std::string& name) {
     if (options_.dtype && *options_.dtype != tensor.dtype()) tensor = tensor.to_dtype(*options_.dtype);
     if (options_.quantize_int8 && quantizable(tensor.shape())) tensor = quantize_int8(tensor);
   }
+  return place(std::move(tensor), name);
+}
+
+Tensor WeightLoader::place(Tensor tensor, const std::string& name) {
   const bool on_host = !options_.device || options_.device->device().kind == DeviceKind::cpu;
   if (on_host && (tensor.writable() || options_.copy_mapped_weights)) tensor = in_huge_pages(tensor);
   if (!matrix_dtype_ && tensor.shape().rank() == 2) matrix_dtype_ = tensor.dtype();

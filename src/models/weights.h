@@ -30,6 +30,9 @@ class WeightLoader {
   // The tensor `name`, which must exist with shape `expected`, whole on every rank. An int8
   // tensor with a "<name>_scale" tensor beside it is loaded with its block scales.
   Tensor require(const std::string& name, const Shape& expected);
+  // The tensor `name` (whole, as require) plus `offset`, as f32 whatever the checkpoint's or
+  // the load's dtype: Gemma's norms scale by (1 + weight) computed in f32. A copy, made once.
+  Tensor require_plus(const std::string& name, const Shape& expected, float offset);
   // Rows `rows` and columns `columns` (null: all) of tensor `name`, whose whole shape must be
   // `expected`: a view of the mapped file for one range of rows, else a copy of just the part.
   Tensor require_part(const std::string& name, const Shape& expected, const parallel::Segments* rows,
@@ -56,6 +59,8 @@ class WeightLoader {
                         const parallel::Segments* columns) const;
   // Converts or quantizes a stored tensor (or part of one) as the options ask; counts its bytes.
   Tensor finish_loading(Tensor tensor, const std::string& name);
+  // Puts a loaded tensor where it lives (huge pages, the device); counts its bytes.
+  Tensor place(Tensor tensor, const std::string& name);
   // The dimension an SPMD device splits weight `name` along (-1: whole on every device).
   int spmd_split_dim(const std::string& name, const Tensor& tensor) const;
   // A host weight (and its block scales) moved into huge-page memory: carved out of

@@ -1,9 +1,12 @@
 // A GGUF file's vocabulary as a tokenizer: qwen3-vocab.gguf holds Qwen3's real vocabulary
-// as llama.cpp's converter writes it, and llama.cpp 0.5.0 tokenized every line of the
-// tokenizer corpus with it (tests/data/gguf/make_vocab_gguf.py). Loaded from the same file,
-// shardlm must tokenize each line as llama.cpp did, special tokens in the text included.
+// (byte-level BPE) as llama.cpp's converter writes it, gemma3-vocab.gguf the real Gemma 3
+// 270M file's (SentencePiece), and llama.cpp 0.5.0 tokenized every line of the tokenizer
+// corpus with each (tests/data/gguf/make_vocab_gguf.py, make_gemma3_vocab_gguf.py). Loaded
+// from the same file, shardlm must tokenize each line as llama.cpp did, special tokens in
+// the text included.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <nlohmann/json.hpp>
@@ -22,11 +25,13 @@ std::vector<int64_t> parse_ids(const std::string& line) {
   return ids;
 }
 
-TEST(GgufVocabulary, TokenizesTheCorpusAsLlamaCppDoes) {
+class GgufVocabulary : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(GgufVocabulary, TokenizesTheCorpusAsLlamaCppDoes) {
   const std::string directory = SHARDLM_GGUF_VOCAB_DIR;
-  const AutoTokenizer tokenizer = AutoTokenizer::from_pretrained(directory + "/qwen3-vocab.gguf");
+  const AutoTokenizer tokenizer = AutoTokenizer::from_pretrained(directory + "/" + GetParam() + ".gguf");
   std::ifstream corpus(testing::data_path("tokenizers/corpus.jsonl"));
-  std::ifstream expected(directory + "/qwen3-vocab.llama_cpp.txt");
+  std::ifstream expected(directory + "/" + GetParam() + ".llama_cpp.txt");
   int lines = 0, same = 0;
   for (std::string text_line, ids_line; std::getline(corpus, text_line) && std::getline(expected, ids_line); ++lines) {
     const std::string text = nlohmann::json::parse(text_line).get<std::string>();
@@ -39,6 +44,13 @@ TEST(GgufVocabulary, TokenizesTheCorpusAsLlamaCppDoes) {
   // Decoding gives the text back for a plain line.
   EXPECT_EQ(tokenizer.decode(tokenizer.encode("Hello, world!", false)), "Hello, world!");
 }
+
+INSTANTIATE_TEST_SUITE_P(QwenAndGemma, GgufVocabulary, ::testing::Values("qwen3-vocab", "gemma3-vocab"),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
 
 }  // namespace
 }  // namespace shardlm

@@ -84,7 +84,7 @@ TEST_P(Int8Fixture, LogitsStayCloseToTheGolden) {
 
 INSTANTIATE_TEST_SUITE_P(EveryFixture, Int8Fixture,
                          ::testing::Values("llama-tiny", "llama3-tiny", "qwen2-tiny", "qwen3-tiny", "qwen3-tiny-bf16",
-                                           "qwen3-tiny-untied", "glm4-tiny"),
+                                           "qwen3-tiny-untied", "glm4-tiny", "gemma3-tiny"),
                          [](const auto& info) {
                            std::string name = info.param;
                            std::replace(name.begin(), name.end(), '-', '_');

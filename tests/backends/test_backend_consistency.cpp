@@ -216,6 +216,29 @@ TEST_P(BackendConsistency, NormRopeElementwise) {
   EXPECT_LT(relative_error(download(actual), to_doubles(expected)), backend_tolerance);
 }
 
+// Gemma's elementwise ops over values up to ±8 (gelu's tails, tanh's saturation), 33003
+// of them (split over the pool), out of place and in place.
+TEST_P(BackendConsistency, GeluScaleSoftcap) {
+  const Tensor gate = random_tensor({3, 11001}, DType::f32, random_, 8.0f);
+  const Tensor up = random_tensor({3, 11001}, DType::f32, random_);
+  Tensor expected = Tensor::zeros(gate.shape(), DType::f32), actual = output(gate.shape());
+  reference::gelu_tanh_mul(gate, up, expected);
+  backend_->gelu_tanh_mul(upload(gate), upload(up), actual);
+  EXPECT_LT(relative_error(download(actual), to_doubles(expected)), backend_tolerance) << "gelu_tanh_mul";
+  Tensor device_gate = upload(gate.clone());
+  backend_->gelu_tanh_mul(device_gate, upload(up), device_gate);
+  EXPECT_LT(relative_error(download(device_gate), to_doubles(expected)), backend_tolerance) << "in place on gate";
+
+  reference::scale(gate, 25.298f, expected);
+  backend_->scale(upload(gate), 25.298f, actual);
+  EXPECT_LT(relative_error(download(actual), to_doubles(expected)), backend_tolerance) << "scale";
+
+  reference::softcap(gate, 3.0f, expected);
+  Tensor device_capped = upload(gate.clone());
+  backend_->softcap(device_capped, 3.0f, device_capped);
+  EXPECT_LT(relative_error(download(device_capped), to_doubles(expected)), backend_tolerance) << "softcap in place";
+}
+
 // copy_columns through the backend under test, or the reference when it is null.
 struct ReferenceOrBackend {
   Backend* backend = nullptr;

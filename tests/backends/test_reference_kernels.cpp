@@ -208,6 +208,29 @@ TEST_F(ReferenceKernels, EmbeddingSiluMulAddGather) {
   EXPECT_EQ(picked.data<float>()[9], gate.data<float>()[0]);
 }
 
+// Values from torch 2.15 in float64: F.gelu(x, approximate="tanh") and 30 * tanh(x / 30).
+TEST_F(ReferenceKernels, GeluTanhScaleSoftcap) {
+  const std::vector<float> x{-5.0f, -3.0f, -1.0f, -0.25f, 0.0f, 0.5f, 1.0f, 2.0f, 4.0f};
+  const std::vector<double> gelu{-2.2917961972623857e-07, -0.0036373920817729943, -0.15880800939172324,
+                                 -0.100324649298315,      0.0,                    0.34571400982514394,
+                                 0.8411919906082768,      1.954597694087775,      3.9999297540518075};
+  const Tensor gate = Tensor::from_f32(x, {3, 3});
+  const Tensor twos = Tensor::from_f32(std::vector<float>(9, 2.0f), {3, 3});
+  Tensor result = Tensor::zeros({3, 3}, DType::f32);
+  reference::gelu_tanh_mul(gate, twos, result);
+  for (size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(result.data<float>()[i], 2 * gelu[i], 2e-6) << "x = " << x[i];
+
+  reference::scale(gate, -0.5f, result);
+  for (size_t i = 0; i < x.size(); ++i) EXPECT_EQ(result.data<float>()[i], -0.5f * x[i]);
+
+  const Tensor logits = Tensor::from_f32(std::vector<float>{-100.0f, -31.0f, 0.5f, 29.0f, 80.0f}, {5});
+  const std::vector<double> capped{-29.92373902421512, -23.257253439518596, 0.49995370884715834, 22.417074638519228,
+                                   29.71171482677043};
+  Tensor capped_result = Tensor::zeros({5}, DType::f32);
+  reference::softcap(logits, 30.0f, capped_result);
+  for (size_t i = 0; i < capped.size(); ++i) EXPECT_NEAR(capped_result.data<float>()[i], capped[i], 1e-5);
+}
+
 TEST_F(ReferenceKernels, SoftmaxLogSoftmaxArgmax) {
   std::vector<float> logits{1.5f, -3.0f, 4.25f, 4.25f, 0.0f, -INFINITY, 2.0f};
   std::vector<float> probabilities(logits.size()), log_probabilities(logits.size());

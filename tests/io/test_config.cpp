@@ -45,6 +45,66 @@ TEST(ModelConfig, ReadsRealFixtures) {
   EXPECT_DOUBLE_EQ(glm4.rope.partial_rotary_factor, 0.5);
 }
 
+// transformers 5 writes rope_parameters keyed by layer type and layer_types; transformers 4
+// wrote rope_theta, rope_local_base_freq, rope_scaling and sliding_window_pattern. Both
+// describe gemma3-tiny's model.
+TEST(ModelConfig, Gemma3InTransformers5And4Keys) {
+  const ModelFiles files = ModelFiles::directory(testing::data_path("fixtures/gemma3-tiny"));
+  const ModelConfig v5 = load_model_config(files);
+  const ModelConfig v4 = parse_model_config(files.read_text("config_transformers4.json"), "config_transformers4.json");
+  for (const ModelConfig* config : {&v5, &v4}) {
+    EXPECT_EQ(config->layer_types, (std::vector<std::string>{"sliding_attention", "full_attention", "sliding_attention",
+                                                             "full_attention", "sliding_attention"}));
+    EXPECT_EQ(config->sliding_window, 7);
+    EXPECT_EQ(config->rope.rope_type, "linear");
+    EXPECT_DOUBLE_EQ(config->rope.theta, 1e6);
+    EXPECT_DOUBLE_EQ(config->rope.factor, 2.0);
+    ASSERT_TRUE(config->sliding_rope.has_value());
+    EXPECT_EQ(config->sliding_rope->rope_type, "default");
+    EXPECT_DOUBLE_EQ(config->sliding_rope->theta, 1e4);
+    EXPECT_EQ(&config->rope_of(0), &*config->sliding_rope);
+    EXPECT_EQ(&config->rope_of(1), &config->rope);
+    EXPECT_EQ(config->query_pre_attn_scalar, 20.0);
+    EXPECT_EQ(config->final_logit_softcapping, 1.0);
+    EXPECT_EQ(config->hidden_act, "gelu_pytorch_tanh");
+    EXPECT_EQ(config->head_dim, 24);
+    EXPECT_TRUE(config->tie_word_embeddings);
+  }
+}
+
+// What Gemma3TextConfig sets when a key is absent, and what cannot run.
+TEST(ModelConfig, Gemma3DefaultsAndRefusals) {
+  const std::string gemma = R"({"architectures":["Gemma3ForCausalLM"],"model_type":"gemma3_text","vocab_size":32,
+      "hidden_size":64,"intermediate_size":128,"num_hidden_layers":7,"num_attention_heads":4,"num_key_value_heads":1)";
+  const ModelConfig config = parse_model_config(gemma + "}", "c");
+  EXPECT_EQ(config.head_dim, 256);
+  EXPECT_EQ(config.sliding_window, 4096);
+  EXPECT_EQ(config.layer_types[4], "sliding_attention");
+  EXPECT_EQ(config.layer_types[5], "full_attention");  // every 6th
+  EXPECT_EQ(config.layer_types[6], "sliding_attention");
+  EXPECT_DOUBLE_EQ(config.rope.theta, 1e6);
+  EXPECT_DOUBLE_EQ(config.sliding_rope->theta, 1e4);
+  EXPECT_EQ(config.query_pre_attn_scalar, 256.0);
+  EXPECT_FALSE(config.final_logit_softcapping.has_value());
+  EXPECT_TRUE(config.tie_word_embeddings);
+  EXPECT_EQ(config.hidden_act, "gelu_pytorch_tanh");
+  const auto refused = [&](const std::string& extra, const std::string& expected) {
+    try {
+      parse_model_config(gemma + extra + "}", "c");
+      ADD_FAILURE() << extra << " was accepted";
+    } catch (const Error& error) {
+      EXPECT_NE(std::string(error.what()).find(expected), std::string::npos) << error.what();
+    }
+  };
+  refused(R"(,"attn_logit_softcapping":50.0)", "attn_logit_softcapping is not supported");
+  refused(R"(,"final_logit_softcapping":0)", "final_logit_softcapping must be positive");
+  refused(R"(,"sliding_window_pattern":0)", "sliding_window_pattern must be positive");
+  refused(R"(,"rope_parameters":{"full_attention":{"rope_type":"yarn"}})", "rope_type 'yarn' is not supported");
+  refused(R"(,"rope_parameters":{"chunked_attention":{}})", "chunked_attention");
+  refused(R"(,"use_bidirectional_attention":true)", "use_bidirectional_attention");
+  refused(R"(,"query_pre_attn_scalar":-1)", "query_pre_attn_scalar must be positive");
+}
+
 TEST(ModelConfig, HeadDimDefaultsDependOnTheClass) {
   EXPECT_EQ(parse_model_config(with(""), "c").head_dim, 16);  // Llama: hidden / heads
   std::string qwen3 = with("");

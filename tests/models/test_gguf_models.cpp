@@ -5,7 +5,10 @@
 // and eager: this checks the metadata mapping, the tensor names, and (Llama) undoing the
 // converter's q/k permutation, whose mistakes change the logits by 8e-3 or more. And
 // llama-tiny-q8_0.gguf, quantized by llama.cpp's llama-quantize, must continue the prompt
-// as llama.cpp does on the same file (llama-tiny-q8_0.json).
+// as llama.cpp does on the same file (llama-tiny-q8_0.json). gemma3-tiny.gguf is a random
+// Gemma 3 as llama.cpp's converter writes one (norms stored as 1 + weight, llama.cpp's
+// fixed layer pattern and local rope base): transformers and llama.cpp continue its
+// prompt, longer than the window, alike (gemma3-tiny.json), and so must shardlm.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -98,6 +101,23 @@ TEST(GgufQuantized, Q8_0FromLlamaQuantizeContinuesAsLlamaCppDoes) {
   const auto prompt = expected["input_ids"].get<std::vector<int64_t>>();
   const auto ids = expected["llama_cpp_greedy_ids"].get<std::vector<int64_t>>();
   LoadedGguf gguf(testing::data_path("gguf/llama-tiny-q8_0.gguf"));
+  for (bool disable_compile : {false, true})
+    EXPECT_EQ(gguf.greedy(prompt, static_cast<int64_t>(ids.size()), disable_compile), ids)
+        << "disable_compile " << disable_compile;
+}
+
+TEST(GgufGemma3, ContinuesAsTransformersAndLlamaCppDo) {
+  std::ifstream file(testing::data_path("gguf/gemma3-tiny.json"));
+  const nlohmann::json expected = nlohmann::json::parse(file);
+  const auto prompt = expected["input_ids"].get<std::vector<int64_t>>();
+  const auto ids = expected["transformers_greedy_ids"].get<std::vector<int64_t>>();
+  ASSERT_EQ(ids, expected["llama_cpp_0_5_0_greedy_ids"].get<std::vector<int64_t>>());
+  LoadedGguf gguf(testing::data_path("gguf/gemma3-tiny.gguf"));
+  EXPECT_EQ(gguf.config.architectures.front(), "Gemma3ForCausalLM");
+  EXPECT_EQ(gguf.config.layer_types[5], "full_attention");
+  EXPECT_EQ(gguf.config.layer_types[6], "sliding_attention");
+  EXPECT_EQ(gguf.config.sliding_window, 7);
+  EXPECT_EQ(gguf.config.query_pre_attn_scalar, 24.0);
   for (bool disable_compile : {false, true})
     EXPECT_EQ(gguf.greedy(prompt, static_cast<int64_t>(ids.size()), disable_compile), ids)
         << "disable_compile " << disable_compile;

@@ -44,7 +44,8 @@ bool rounds_bf16_activations(const std::string& device) {
 std::vector<Fixture> fixtures_on_every_device() {
   const std::vector<Fixture> fixtures{{"llama-tiny", 1e-4},        {"llama3-tiny", 1e-4}, {"qwen3-tiny", 1e-4},
                                       {"qwen3-tiny-untied", 1e-4}, {"qwen3-tiny-bf16", 1e-3},
-                                      {"qwen2-tiny", 1e-4},        {"glm4-tiny", 1e-4}};
+                                      {"qwen2-tiny", 1e-4},        {"glm4-tiny", 1e-4},
+                                      {"gemma3-tiny", 1e-4},       {"gemma3-tiny-bf16", 1e-3}};
   std::vector<Fixture> runs;
   for (const backends::BackendInfo& info : backends::list_backends()) {
     if (!info.available) continue;

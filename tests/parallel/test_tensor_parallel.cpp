@@ -122,7 +122,8 @@ TEST_P(ShardedModel, MatchesTheWholeModel) {
 
 std::vector<ModelCase> model_cases() {
   std::vector<ModelCase> cases;
-  for (const char* name : {"qwen3-tiny", "qwen3-tiny-untied", "llama3-tiny", "qwen2-tiny", "glm4-tiny", "llama-tiny"})
+  for (const char* name : {"qwen3-tiny", "qwen3-tiny-untied", "llama3-tiny", "qwen2-tiny", "glm4-tiny", "llama-tiny",
+                           "gemma3-tiny"})
     cases.push_back({name, data_path(str_cat("fixtures/", name))});
   cases.push_back({"stories260K", "embedded:stories260K"});
   // transformers' workaround for KV heads that do not divide tp_size: attention replicated.

@@ -57,6 +57,11 @@ class CpuBackend final : public Backend {
   void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) override {
     cpu::silu_mul(pool_, gate, up, out);
   }
+  void gelu_tanh_mul(const Tensor& gate, const Tensor& up, const Tensor& out) override {
+    cpu::gelu_tanh_mul(pool_, gate, up, out);
+  }
+  void scale(const Tensor& x, float factor, const Tensor& out) override { cpu::scale(pool_, x, factor, out); }
+  void softcap(const Tensor& x, float cap, const Tensor& out) override { cpu::softcap(pool_, x, cap, out); }
   void add(const Tensor& a, const Tensor& b, const Tensor& out) override { cpu::add(pool_, a, b, out); }
   void gather_rows(const Tensor& x, const Tensor& indices, const Tensor& out) override {
     reference::gather_rows(x, indices, out);

@@ -170,6 +170,31 @@ void silu_mul(ThreadPool& pool, const Tensor& gate, const Tensor& up, const Tens
   });
 }
 
+void gelu_tanh_mul(ThreadPool& pool, const Tensor& gate, const Tensor& up, const Tensor& out) {
+  const float* g = gate.data<float>();
+  const float* u = up.data<float>();
+  float* result = out.mutable_data<float>();
+  for_row_ranges(pool, out.numel(), 1, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) result[i] = reference::gelu_tanh(g[i]) * u[i];
+  });
+}
+
+void scale(ThreadPool& pool, const Tensor& x, float factor, const Tensor& out) {
+  const float* in = x.data<float>();
+  float* result = out.mutable_data<float>();
+  for_row_ranges(pool, out.numel(), 1, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) result[i] = in[i] * factor;
+  });
+}
+
+void softcap(ThreadPool& pool, const Tensor& x, float cap, const Tensor& out) {
+  const float* in = x.data<float>();
+  float* result = out.mutable_data<float>();
+  for_row_ranges(pool, out.numel(), 1, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) result[i] = cap * std::tanh(in[i] / cap);
+  });
+}
+
 void add(ThreadPool& pool, const Tensor& a, const Tensor& b, const Tensor& out) {
   const float* x = a.data<float>();
   const float* y = b.data<float>();

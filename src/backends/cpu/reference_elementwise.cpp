@@ -51,6 +51,30 @@ void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) {
   for (int64_t i = 0; i < out.numel(); ++i) result[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
 }
 
+float gelu_tanh(float x) {
+  const float inner = 0.7978845608028654f * (x + 0.044715f * x * x * x);  // sqrt(2 / pi) (x + 0.044715 x^3)
+  return 0.5f * x * (1.0f + std::tanh(inner));
+}
+
+void gelu_tanh_mul(const Tensor& gate, const Tensor& up, const Tensor& out) {
+  const float* g = gate.data<float>();
+  const float* u = up.data<float>();
+  float* result = out.mutable_data<float>();
+  for (int64_t i = 0; i < out.numel(); ++i) result[i] = gelu_tanh(g[i]) * u[i];
+}
+
+void scale(const Tensor& x, float factor, const Tensor& out) {
+  const float* in = x.data<float>();
+  float* result = out.mutable_data<float>();
+  for (int64_t i = 0; i < out.numel(); ++i) result[i] = in[i] * factor;
+}
+
+void softcap(const Tensor& x, float cap, const Tensor& out) {
+  const float* in = x.data<float>();
+  float* result = out.mutable_data<float>();
+  for (int64_t i = 0; i < out.numel(); ++i) result[i] = cap * std::tanh(in[i] / cap);
+}
+
 void add(const Tensor& a, const Tensor& b, const Tensor& out) {
   const float* x = a.data<float>();
   const float* y = b.data<float>();

@@ -23,7 +23,12 @@ void kv_cache_write(const Tensor& cache, const Tensor& entries, const Tensor& po
 void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& positions,
                const Tensor& cache_rows, float scale, int64_t sliding_window, const Tensor& out);
 void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out);
+void gelu_tanh_mul(const Tensor& gate, const Tensor& up, const Tensor& out);
+void scale(const Tensor& x, float factor, const Tensor& out);
+void softcap(const Tensor& x, float cap, const Tensor& out);
 void add(const Tensor& a, const Tensor& b, const Tensor& out);
+// transformers' gelu_pytorch_tanh of one value
+float gelu_tanh(float x);
 void gather_rows(const Tensor& x, const Tensor& indices, const Tensor& out);
 void top_k(const Tensor& logits, const Tensor& values, const Tensor& indices);
 

@@ -220,6 +220,19 @@ class CudaBackend final : public Backend {
                     out.numel(), stream_);
     check_launch("silu_mul");
   }
+  void gelu_tanh_mul(const Tensor& gate, const Tensor& up, const Tensor& out) override {
+    launch_gelu_tanh_mul(f32_on_device(gate, "gelu_tanh_mul"), f32_on_device(up, "gelu_tanh_mul"),
+                         out_on_device(out, "gelu_tanh_mul"), out.numel(), stream_);
+    check_launch("gelu_tanh_mul");
+  }
+  void scale(const Tensor& x, float factor, const Tensor& out) override {
+    launch_scale(f32_on_device(x, "scale"), factor, out_on_device(out, "scale"), out.numel(), stream_);
+    check_launch("scale");
+  }
+  void softcap(const Tensor& x, float cap, const Tensor& out) override {
+    launch_softcap(f32_on_device(x, "softcap"), cap, out_on_device(out, "softcap"), out.numel(), stream_);
+    check_launch("softcap");
+  }
   void add(const Tensor& a, const Tensor& b, const Tensor& out) override {
     launch_add(f32_on_device(a, "add"), f32_on_device(b, "add"), out_on_device(out, "add"), out.numel(), stream_);
     check_launch("add");

@@ -80,6 +80,24 @@ __global__ void silu_mul_kernel(const float* gate, const float* up, float* out, 
   out[index] = g / (1.0f + expf(-g)) * up[index];
 }
 
+__global__ void gelu_tanh_mul_kernel(const float* gate, const float* up, float* out, int64_t count) {
+  const int64_t index = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (index >= count) return;
+  const float g = gate[index];
+  const float inner = 0.7978845608028654f * (g + 0.044715f * g * g * g);
+  out[index] = 0.5f * g * (1.0f + tanhf(inner)) * up[index];
+}
+
+__global__ void scale_kernel(const float* x, float factor, float* out, int64_t count) {
+  const int64_t index = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (index < count) out[index] = x[index] * factor;
+}
+
+__global__ void softcap_kernel(const float* x, float cap, float* out, int64_t count) {
+  const int64_t index = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (index < count) out[index] = cap * tanhf(x[index] / cap);
+}
+
 __global__ void add_kernel(const float* a, const float* b, float* out, int64_t count) {
   const int64_t index = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (index < count) out[index] = a[index] + b[index];
@@ -136,6 +154,21 @@ void launch_kv_cache_write(void* cache, DType cache_dtype, const float* entries,
 void launch_silu_mul(const float* gate, const float* up, float* out, int64_t count, cudaStream_t stream) {
   if (count == 0) return;
   silu_mul_kernel<<<blocks_for(count, threads_per_block), threads_per_block, 0, stream>>>(gate, up, out, count);
+}
+
+void launch_gelu_tanh_mul(const float* gate, const float* up, float* out, int64_t count, cudaStream_t stream) {
+  if (count == 0) return;
+  gelu_tanh_mul_kernel<<<blocks_for(count, threads_per_block), threads_per_block, 0, stream>>>(gate, up, out, count);
+}
+
+void launch_scale(const float* x, float factor, float* out, int64_t count, cudaStream_t stream) {
+  if (count == 0) return;
+  scale_kernel<<<blocks_for(count, threads_per_block), threads_per_block, 0, stream>>>(x, factor, out, count);
+}
+
+void launch_softcap(const float* x, float cap, float* out, int64_t count, cudaStream_t stream) {
+  if (count == 0) return;
+  softcap_kernel<<<blocks_for(count, threads_per_block), threads_per_block, 0, stream>>>(x, cap, out, count);
 }
 
 void launch_add(const float* a, const float* b, float* out, int64_t count, cudaStream_t stream) {

@@ -41,6 +41,11 @@ void launch_kv_cache_write(void* cache, DType cache_dtype, const float* entries,
                            int64_t head_dim, int64_t max_cache_len, cudaStream_t stream);
 void launch_silu_mul(const float* gate, const float* up, float* out, int64_t count, cudaStream_t stream);
 void launch_add(const float* a, const float* b, float* out, int64_t count, cudaStream_t stream);
+void launch_gelu_tanh_mul(const float* gate, const float* up, float* out, int64_t count, cudaStream_t stream);
+// out = x * factor
+void launch_scale(const float* x, float factor, float* out, int64_t count, cudaStream_t stream);
+// out = cap * tanh(x / cap)
+void launch_softcap(const float* x, float cap, float* out, int64_t count, cudaStream_t stream);
 // out[r, c] += bias[c] for out f32 [rows, columns], bias of bias_dtype [columns]
 void launch_add_bias(float* out, const void* bias, DType bias_dtype, int64_t rows, int64_t columns,
                      cudaStream_t stream);

@@ -223,6 +223,21 @@ Value silu_mul(Program& p, Value gate, Value up) {
   return p.multiply(p.multiply(gate, p.unary("logistic", gate)), up);
 }
 
+Value gelu_tanh_mul(Program& p, Value gate, Value up) {
+  const Value cubed = p.multiply(p.multiply(gate, gate), gate);
+  const Value inner = p.multiply(splat(p, 0.7978845608028654, gate.type),
+                                 p.add(gate, p.multiply(splat(p, 0.044715, gate.type), cubed)));
+  const Value half_gate = p.multiply(splat(p, 0.5, gate.type), gate);
+  const Value gelu = p.multiply(half_gate, p.add(splat(p, 1, gate.type), p.unary("tanh", inner)));
+  return p.multiply(gelu, up);
+}
+
+Value scale(Program& p, Value x, double factor) { return p.multiply(x, splat(p, factor, x.type)); }
+
+Value softcap(Program& p, Value x, double cap) {
+  return p.multiply(splat(p, cap, x.type), p.unary("tanh", p.divide(x, splat(p, cap, x.type))));
+}
+
 Value gather_rows(Program& p, Value x, Value indices) { return p.gather_rows(x, indices); }
 
 std::vector<Value> top_k(Program& p, Value logits, int64_t k) {

@@ -53,6 +53,9 @@ Value attention(Program& p, Value q, Value k_cache, Value v_cache, const std::op
                 Value positions, Value cache_rows, float scale, int64_t sliding_window);
 // silu(gate) * up
 Value silu_mul(Program& p, Value gate, Value up);
+Value gelu_tanh_mul(Program& p, Value gate, Value up);
+Value scale(Program& p, Value x, double factor);
+Value softcap(Program& p, Value x, double cap);
 // rows of x f32 [rows, dim] at indices i32 [count] -> [count, dim]
 Value gather_rows(Program& p, Value x, Value indices);
 // The k best values of each row of logits f32 [rows, vocab], descending, NaN first, ties in

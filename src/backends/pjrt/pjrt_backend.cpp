@@ -434,6 +434,21 @@ class PjrtBackend : public Backend {
            [&](hlo::Program& p, const auto& v) { return std::vector{hlo::silu_mul(p, v[0], v[1])}; });
   }
 
+  void gelu_tanh_mul(const Tensor& gate, const Tensor& up, const Tensor& out) override {
+    run_op("gelu_tanh_mul", {gate, up}, {out},
+           [&](hlo::Program& p, const auto& v) { return std::vector{hlo::gelu_tanh_mul(p, v[0], v[1])}; });
+  }
+
+  void scale(const Tensor& x, float factor, const Tensor& out) override {
+    run_op("scale", {x}, {out},
+           [&](hlo::Program& p, const auto& v) { return std::vector{hlo::scale(p, v[0], factor)}; });
+  }
+
+  void softcap(const Tensor& x, float cap, const Tensor& out) override {
+    run_op("softcap", {x}, {out},
+           [&](hlo::Program& p, const auto& v) { return std::vector{hlo::softcap(p, v[0], cap)}; });
+  }
+
   void add(const Tensor& a, const Tensor& b, const Tensor& out) override {
     run_op("add", {a, b}, {out}, [&](hlo::Program& p, const auto& v) { return std::vector{p.add(v[0], v[1])}; });
   }
