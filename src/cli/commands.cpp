@@ -14,6 +14,7 @@ void add_commands(CLI::App& app) {
   add_chat_command(app);
   add_serve_command(app);
   add_tokenize_command(app);
+  add_perplexity_command(app);
   add_bench_command(app);
   add_quantize_command(app);
   add_random_model_command(app);

@@ -15,6 +15,7 @@ void add_random_model_command(CLI::App& app);
 void add_launch_command(CLI::App& app);
 void add_compile_command(CLI::App& app);
 void add_serve_command(CLI::App& app);
+void add_perplexity_command(CLI::App& app);
 // In a process `shardlm launch` started: CUDA_VISIBLE_DEVICES becomes the one GPU of this
 // process's local rank. Must run before anything touches CUDA.
 void show_each_rank_its_gpu();

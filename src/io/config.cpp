@@ -234,10 +234,27 @@ void parse_gemma_fields(const Fields& fields, const ClassDefaults& defaults, Mod
     fail(fields.source(), ": use_bidirectional_attention is not supported: a causal LM attends causally");
 }
 
+// A multimodal Gemma 3 config (model_type "gemma3", Gemma3ForConditionalGeneration): its
+// text_config is the text model's, run as Gemma3ForCausalLM; the token ids of the top level
+// fill what it lacks.
+json text_model_of_multimodal(const json& root, const std::string& source) {
+  const auto text_config = root.find("text_config");
+  if (text_config == root.end() || !text_config->is_object())
+    fail(source, ": a gemma3 (multimodal) config needs a 'text_config' object: shardlm runs its text model");
+  json text = *text_config;
+  text["architectures"] = json::array({"Gemma3ForCausalLM"});
+  if (!text.contains("model_type")) text["model_type"] = "gemma3_text";
+  for (const char* key : {"bos_token_id", "eos_token_id", "pad_token_id", "tie_word_embeddings", "dtype", "torch_dtype"})
+    if (root.contains(key) && (!text.contains(key) || text[key].is_null())) text[key] = root[key];
+  return text;
+}
+
 }  // namespace
 
 ModelConfig parse_model_config(const std::string& json_text, const std::string& source) {
   json root = parse_object(json_text, source);
+  if (const auto type = root.find("model_type"); type != root.end() && *type == "gemma3")
+    root = text_model_of_multimodal(root, source);
   Fields fields(root, source);
   ModelConfig config;
   config.source = source;

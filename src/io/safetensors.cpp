@@ -9,6 +9,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "core/logging.h"
 #include "io/gguf_model.h"
 
 namespace shardlm::io {
@@ -226,6 +227,7 @@ Checkpoint Checkpoint::open(const ModelFiles& files) {
         fail(files.path_of(shard), ": tensor '", it.key(), "' listed in ", index_path, " is not in this shard");
       checkpoint.shard_of_[it.key()] = found->second;
     }
+    checkpoint.keep_only_the_text_model();
     return checkpoint;
   }
   const std::string single = "model.safetensors";
@@ -233,7 +235,37 @@ Checkpoint Checkpoint::open(const ModelFiles& files) {
     fail("no weights in ", files.location(), ": expected model.safetensors or model.safetensors.index.json");
   checkpoint.shards_.push_back(SafetensorsFile::parse(files.map(single), files.path_of(single)));
   for (const std::string& name : checkpoint.shards_[0].names()) checkpoint.shard_of_[name] = 0;
+  checkpoint.keep_only_the_text_model();
   return checkpoint;
+}
+
+void Checkpoint::keep_only_the_text_model() {
+  if (shard_of_.contains("model.embed_tokens.weight")) return;
+  for (const std::string prefix : {"language_model.model.", "model.language_model."}) {
+    if (!shard_of_.contains(prefix + "embed_tokens.weight")) continue;
+    std::map<std::string, size_t> text;
+    size_t others = 0;
+    for (const auto& [stored, shard] : shard_of_) {
+      std::string name;
+      if (stored.starts_with(prefix)) name = "model." + stored.substr(prefix.size());
+      else if (stored == "language_model.lm_head.weight" || stored == "lm_head.weight") name = "lm_head.weight";
+      if (name.empty()) {
+        ++others;
+        continue;
+      }
+      text[name] = shard;
+      stored_names_[name] = stored;
+    }
+    shard_of_ = std::move(text);
+    log::info(str_cat(location_, " is a multimodal checkpoint: its text model (under ", prefix, ") is run, its ",
+                      others, " other tensors (vision tower, projector) are not read"));
+    return;
+  }
+}
+
+const std::string& Checkpoint::stored_name(const std::string& name) const {
+  const auto found = stored_names_.find(name);
+  return found == stored_names_.end() ? name : found->second;
 }
 
 const SafetensorsFile& Checkpoint::shard_for(const std::string& name) const {
@@ -249,11 +281,11 @@ bool Checkpoint::contains(const std::string& name) const {
 }
 
 Tensor Checkpoint::tensor(const std::string& name) const {
-  return gguf_ ? gguf_->tensor(name) : shard_for(name).tensor(name);
+  return gguf_ ? gguf_->tensor(name) : shard_for(name).tensor(stored_name(name));
 }
 
 const TensorInfo& Checkpoint::info(const std::string& name) const {
-  return gguf_ ? gguf_->info(name) : shard_for(name).info(name);
+  return gguf_ ? gguf_->info(name) : shard_for(name).info(stored_name(name));
 }
 
 std::vector<std::string> Checkpoint::names() const {

@@ -66,10 +66,16 @@ class Checkpoint {
 
  private:
   const SafetensorsFile& shard_for(const std::string& name) const;
+  const std::string& stored_name(const std::string& name) const;
+  // A multimodal checkpoint (Gemma3ForConditionalGeneration) holds the text model under
+  // language_model.model. (model.language_model. in some files) and language_model.lm_head.:
+  // they are named as the text model's own, and the other towers are left out.
+  void keep_only_the_text_model();
 
   std::string location_;
   std::vector<SafetensorsFile> shards_;
   std::map<std::string, size_t> shard_of_;
+  std::map<std::string, std::string> stored_names_;  // where a name differs from the file's
   std::shared_ptr<const GgufWeights> gguf_;
 };
 

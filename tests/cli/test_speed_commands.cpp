@@ -1,4 +1,4 @@
-// The speed-work commands as a user runs them: bench, quantize, random-model.
+// The speed-work commands as a user runs them: bench, quantize, random-model, perplexity.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -88,6 +88,36 @@ TEST(QuantizeCommand, WritesAnInt8CheckpointThatLoadsAsQuantizingOnLoadDoes) {
   EXPECT_NE(result.exit_code, 0);
   EXPECT_NE(result.err.find("already quantized"), std::string::npos) << result.err;
   fs::remove_all(output);
+}
+
+// The built-in stories260K on a text of its own kind: each chunk's running value, then the
+// estimate; it reads the way the model was trained (a perplexity of a few), and limiting the
+// chunks limits what is scored.
+TEST(PerplexityCommand, ScoresChunksOfAText) {
+  const fs::path text = scratch_directory("perplexity.txt");
+  std::string story;
+  for (int i = 0; i < 30; ++i) story += "Once upon a time, there was a little girl named Lily. She liked to play outside. ";
+  std::ofstream(text) << story;
+  auto result = run_shardlm("perplexity -f " + text.string() + " --ctx 64");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const std::string prefix = "Final estimate: PPL = ";
+  ASSERT_EQ(result.out.rfind(prefix, 0), 0u) << result.out;
+  const double perplexity = std::stod(result.out.substr(prefix.size()));
+  EXPECT_GT(perplexity, 1.0);
+  EXPECT_LT(perplexity, 8.0);  // the sentence repeats: well predicted
+  EXPECT_NE(result.err.find("[1]"), std::string::npos) << result.err;
+  auto limited = run_shardlm("perplexity -f " + text.string() + " --ctx 64 --chunks 2");
+  ASSERT_EQ(limited.exit_code, 0) << limited.err;
+  EXPECT_NE(limited.out.find("(2 chunks of 64, 62 tokens scored)"), std::string::npos) << limited.out;
+  EXPECT_EQ(limited.err.find("[3]"), std::string::npos) << limited.err;
+
+  auto missing = run_shardlm("perplexity -f " + text.string() + ".absent");
+  EXPECT_NE(missing.exit_code, 0);
+  EXPECT_NE(missing.err.find("cannot read"), std::string::npos) << missing.err;
+  auto too_short = run_shardlm("perplexity -f " + text.string() + " --ctx 100000");
+  EXPECT_NE(too_short.exit_code, 0);
+  EXPECT_NE(too_short.err.find("shorter than one chunk of 100000"), std::string::npos) << too_short.err;
+  fs::remove(text);
 }
 
 TEST(RandomModelCommand, WritesALoadableCheckpointDeterminedByTheSeed) {

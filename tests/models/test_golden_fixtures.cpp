@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "backends/backend.h"
 #include "backends/cpu/matmul_kernels.h"
@@ -299,6 +301,50 @@ TEST(SlidingWindow, WindowedLayersAreConsistentAcrossPrefillAndDecode) {
     Tensor step = windowed_run.forward(std::span(&ids[p], 1), p, false);
     EXPECT_LT(relative_error(step.data<float>(), windowed_logits.data<float>() + p * vocab, vocab), 1e-5) << p;
   }
+}
+
+// A multimodal Gemma 3 checkpoint as transformers writes one (Gemma3ForConditionalGeneration:
+// model_type gemma3, the text model's config in text_config, its weights under
+// language_model.model., a vision tower beside them) runs its text model: gemma3-tiny's
+// weights so stored continue gemma3-tiny's golden prompt with its golden ids.
+TEST(Gemma3Multimodal, TheTextModelOfAMultimodalCheckpointRuns) {
+  const io::ModelFiles tiny = io::ModelFiles::directory(testing::data_path("fixtures/gemma3-tiny"));
+  const std::filesystem::path directory =
+      std::filesystem::temp_directory_path() / ("shardlm_gemma3_multimodal_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(directory);
+  nlohmann::json text_config = nlohmann::json::parse(tiny.read_text("config.json"));
+  text_config.erase("architectures");
+  const nlohmann::json config = {{"architectures", {"Gemma3ForConditionalGeneration"}},
+                                 {"model_type", "gemma3"},
+                                 {"text_config", text_config},
+                                 {"vision_config", {{"hidden_size", 8}, {"model_type", "siglip_vision_model"}}},
+                                 {"mm_tokens_per_image", 4}};
+  std::ofstream(directory / "config.json") << config.dump(2);
+  const io::Checkpoint stored = io::Checkpoint::open(tiny);
+  std::map<std::string, Tensor> tensors;
+  for (const std::string& name : stored.names()) tensors["language_model." + name] = stored.tensor(name);
+  tensors["vision_tower.embeddings.patch_embedding.weight"] = Tensor::zeros({8, 3}, DType::f32);
+  tensors["multi_modal_projector.mm_input_projection_weight"] = Tensor::zeros({8, 72}, DType::f32);
+  io::write_safetensors((directory / "model.safetensors").string(), tensors);
+
+  const io::ModelFiles files = io::ModelFiles::directory(directory.string());
+  const io::ModelConfig parsed = io::load_model_config(files);
+  EXPECT_EQ(parsed.architectures, std::vector<std::string>{"Gemma3ForCausalLM"});
+  const io::Checkpoint checkpoint = io::Checkpoint::open(files);
+  EXPECT_TRUE(checkpoint.contains("model.layers.0.self_attn.q_proj.weight"));
+  EXPECT_FALSE(checkpoint.contains("vision_tower.embeddings.patch_embedding.weight"));
+  std::unique_ptr<backends::Backend> backend = backends::create_backend("cpu");
+  auto model = models::create_causal_lm(parsed, checkpoint, {.kv_cache_dtype = DType::f32});
+  generation::Generator generator(*model, *backend, io::load_generation_config(files, parsed));
+  const io::SafetensorsFile golden = io::SafetensorsFile::open(tiny.path_of("golden.safetensors"));
+  const auto ids = [&](const char* name) {
+    const Tensor t = golden.tensor(name);
+    return std::vector<int64_t>(t.data<int64_t>(), t.data<int64_t>() + t.numel());
+  };
+  GenerationConfig request{.max_new_tokens = 32};
+  request.eos_token_id = std::vector<int64_t>{};
+  EXPECT_EQ(generator.generate({ids("input_ids")}, request).front().generated, ids("greedy_ids"));
+  std::filesystem::remove_all(directory);
 }
 
 }  // namespace

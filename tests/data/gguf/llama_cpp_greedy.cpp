@@ -14,12 +14,16 @@ int main(int argc, char** argv) {
   llama_model_params mp = llama_model_default_params();
   llama_model* model = llama_model_load_from_file(argv[1], mp);
   if (!model) return 1;
-  llama_context_params cp = llama_context_default_params();
-  cp.n_ctx = 512; cp.n_batch = 512; cp.n_threads = 2; cp.n_threads_batch = 2;
-  llama_context* ctx = llama_init_from_model(model, cp);
   const int n = atoi(argv[2]);
   std::vector<llama_token> ids;
   for (char* p = strtok(argv[3], ","); p; p = strtok(nullptr, ",")) ids.push_back(atoi(p));
+  // The whole prompt in one batch, and room for it and the continuation.
+  const uint32_t needed = static_cast<uint32_t>(ids.size() + n);
+  llama_context_params cp = llama_context_default_params();
+  cp.n_ctx = needed < 512 ? 512 : needed;
+  cp.n_batch = cp.n_ubatch = cp.n_ctx;
+  cp.n_threads = 2; cp.n_threads_batch = 2;
+  llama_context* ctx = llama_init_from_model(model, cp);
   const int vocab = llama_vocab_n_tokens(llama_model_get_vocab(model));
   llama_batch batch = llama_batch_get_one(ids.data(), (int)ids.size());
   std::string out;
