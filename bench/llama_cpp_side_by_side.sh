@@ -20,7 +20,7 @@ if [ ! -f "$gguf-bf16.gguf" ]; then
   python3 bench/llama_cpp_gguf.py "$model" "$gguf-bf16.gguf.partial"
   mv "$gguf-bf16.gguf.partial" "$gguf-bf16.gguf"
 fi
-for type in f16 q8_0; do
+for type in f16 q8_0 q4_0 q4_k_m; do
   [ -f "$gguf-$type.gguf" ] && continue
   "$llama_bin/llama-quantize" "$gguf-bf16.gguf" "$gguf-$type.gguf.partial" "${type^^}" 2 >"$gguf-$type.log" 2>&1 ||
     { cat "$gguf-$type.log" >&2; exit 1; }
@@ -38,8 +38,11 @@ llama() {
 echo "| time (UTC) | weights | llama.cpp pp512 | shardlm pp512 | ratio | llama.cpp tg128 | shardlm tg128 | ratio | shardlm pp % of its instruction's peak | shardlm tg % of roofline |"
 echo "|---|---|---|---|---|---|---|---|---|---|"
 for round in $(seq "$rounds"); do
-  for type in bf16 f16 q8_0; do
-    case $type in bf16) options=() ;; f16) options=(--dtype float16) ;; q8_0) options=(--quantize int8) ;; esac
+  for type in bf16 f16 q8_0 q4_0 q4_k_m; do
+    case $type in
+      bf16) options=() ;; f16) options=(--dtype float16) ;; q8_0) options=(--quantize int8) ;;
+      q4_0 | q4_k_m) options=(--quantize int4) ;;  # shardlm's int4 against each of llama.cpp's 4-bit types
+    esac
     read -r llama_pp llama_pp_spread < <(llama "$type" -p 512 -n 0)
     read -r llama_tg llama_tg_spread < <(llama "$type" -p 0 -n 128 -d 64)
     "$shardlm" bench --model "$model" "${options[@]}" --threads 2 -p 512 -n 128 --tg-prompt 64 -r "$repetitions" \

@@ -63,8 +63,10 @@ struct PretrainedOptions {
   // CPU threads for the kernels; 0 uses one per hardware thread.
   int threads = 0;
   // "int8": quantize every [out, in] weight whose rows are whole 32-element blocks to
-  // int8 with one float16 scale per block (as llama.cpp's Q8_0) while loading.
-  // Empty: as stored (checkpoints written by `shardlm quantize` load as int8 either way).
+  // int8 with one float16 scale per block (as llama.cpp's Q8_0) while loading; "int4": to
+  // four-bit values with one float16 scale per block (Q4_0's size, chosen for least error),
+  // on the CPU only. Empty: as stored (checkpoints written by `shardlm quantize` load
+  // quantized either way).
   std::string quantize{};
   // The KV cache's element type, float32 or bfloat16; unset: bfloat16 for 16-bit or
   // int8 weights (half the cache memory), float32 for float32 weights.

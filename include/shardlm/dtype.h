@@ -10,9 +10,14 @@
 
 namespace shardlm {
 
-enum class DType : uint8_t { f32, bf16, f16, i32, i64, i8, u8 };
+// i4: signed 4-bit weight values, two a byte (core/quantize.h gives their layout); a
+// tensor of them always carries block scales.
+enum class DType : uint8_t { f32, bf16, f16, i32, i64, i8, u8, i4 };
 
+// Bytes of one element; i4 has no whole-byte size (an error): use dtype_bytes.
 SHARDLM_API size_t dtype_size(DType dtype);
+// Bytes of `count` elements (i4: two a byte, rounded up).
+SHARDLM_API size_t dtype_bytes(DType dtype, int64_t count);
 // "float32", "bfloat16", ... (the torch_dtype spelling).
 SHARDLM_API std::string_view dtype_name(DType dtype);
 // Accepts torch spellings ("bfloat16", "torch.float16", "float") and short ones ("bf16", "f32").

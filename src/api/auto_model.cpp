@@ -26,8 +26,8 @@ AutoModelForCausalLM AutoModelForCausalLM::from_pretrained(const std::string& pa
                                                            const PretrainedOptions& options) {
   if (options.dtype && !is_floating(*options.dtype))
     fail("dtype ", dtype_name(*options.dtype), " cannot hold weights: use float32, bfloat16 or float16");
-  if (!options.quantize.empty() && options.quantize != "int8")
-    fail("quantize '", options.quantize, "' is not supported: use \"int8\" or leave it empty");
+  if (!options.quantize.empty() && options.quantize != "int8" && options.quantize != "int4")
+    fail("quantize '", options.quantize, "' is not supported: use \"int8\", \"int4\" or leave it empty");
   // On a PJRT device tensor parallelism is one SPMD program over the plugin's devices, in
   // this one process; elsewhere one process per rank.
   const bool spmd = (options.device_map.starts_with("pjrt") || options.device_map.starts_with("tpu")) &&
@@ -60,6 +60,7 @@ AutoModelForCausalLM AutoModelForCausalLM::from_pretrained(const std::string& pa
                                             .copy_mapped_weights = !options.memory_map_weights &&
                                                                    impl->backend->device().kind == DeviceKind::cpu,
                                             .quantize_int8 = options.quantize == "int8",
+                                            .quantize_int4 = options.quantize == "int4",
                                             .kv_cache_dtype = options.kv_cache_dtype,
                                             .device = impl->backend.get(),
                                             .spmd_plan = spmd_plan},

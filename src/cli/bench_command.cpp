@@ -165,9 +165,10 @@ void run(const BenchArguments& args) {
   // The prefill's limit is the peak of the instruction its matmuls run: on the AVX512-BF16
   // table bf16 dot products over bf16 weights (twice the f32 FMA's multiply-adds) and int8
   // dot products over int8 ones (four times), else f32 FMAs.
-  const std::optional<DType> weight_dtype = !args.model.quantize.empty() ? std::optional(DType::i8)
-                                            : !args.model.dtype.empty()  ? std::optional(parse_dtype(args.model.dtype))
-                                                                         : config.torch_dtype;
+  const std::optional<DType> weight_dtype = args.model.quantize == "int4"  ? std::optional(DType::i4)
+                                            : !args.model.quantize.empty() ? std::optional(DType::i8)
+                                            : !args.model.dtype.empty()    ? std::optional(parse_dtype(args.model.dtype))
+                                                                           : config.torch_dtype;
   const backends::cpu::MatmulKernels& table = backends::cpu::matmul_kernels();
   const bool on_dot_table = on_cpu && weight_dtype && table.isa == "avx512_bf16";
   const bool bf16_dots =

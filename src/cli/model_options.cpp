@@ -14,8 +14,9 @@ void add_model_options(CLI::App& command, ModelArguments& args) {
   command.add_option("--dtype", args.dtype, "Convert weights on load: float32, bfloat16 or float16 "
                                             "(default: as stored)");
   command.add_option("--quantize", args.quantize,
-                     "Quantize weights on load: int8 (one float16 scale per 32 weights, like Q8_0)")
-      ->check(CLI::IsMember({"int8"}));
+                     "Quantize weights on load: int8 (one float16 scale per 32 weights, like Q8_0) or int4 "
+                     "(4 bits a weight and a float16 scale per 32, Q4_0's size; CPU only)")
+      ->check(CLI::IsMember({"int8", "int4"}));
   command.add_option("--kv-cache-dtype", args.kv_cache_dtype,
                      "KV cache element type: float32 or bfloat16 (default: bfloat16 for 16-bit or int8 weights, "
                      "else float32)");

@@ -1,5 +1,7 @@
-// `shardlm quantize`: writes a checkpoint whose weights are int8 with float16 block
-// scales, that loads without requantizing (io/config.h: quantization_config).
+// `shardlm quantize`: writes a checkpoint whose weights are int8 or int4 with float16
+// block scales, that loads without requantizing (io/config.h: quantization_config). int4
+// is stored as uint8 [out, in / 2], two values a byte (core/quantize.h), since safetensors
+// has no four-bit type.
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -15,6 +17,7 @@ namespace {
 
 struct QuantizeArguments {
   std::string model, revision = "main", output;
+  int bits = 8;
 };
 
 // Files of a Hugging Face checkpoint that pass through unchanged.
@@ -33,10 +36,12 @@ void run(const QuantizeArguments& args) {
     Tensor tensor = checkpoint.tensor(name);
     before += tensor.nbytes();
     if (is_floating(tensor.dtype()) && quantizable(tensor.shape())) {
-      tensor = quantize_int8(tensor);
+      tensor = args.bits == 4 && !keeps_eight_bits_under_int4(name) ? quantize_int4(tensor) : quantize_int8(tensor);
       tensors.emplace(models::block_scale_name(name), tensor.block_scales());
       after += tensor.block_scales().nbytes();
       ++quantized;
+      if (tensor.dtype() == DType::i4)  // as uint8 [out, in / 2]
+        tensor = tensor.view_bytes(0, Shape{tensor.shape()[0], tensor.shape()[1] / 2}, DType::u8);
     }
     after += tensor.nbytes();
     tensors.emplace(name, std::move(tensor));
@@ -47,12 +52,13 @@ void run(const QuantizeArguments& args) {
     fail("--output ", args.output, " is the model's own directory: write the quantized copy elsewhere");
   io::write_safetensors((output / "model.safetensors").string(), tensors, {{"format", "pt"}});
   nlohmann::json config_json = nlohmann::json::parse(files.read_text("config.json"));
-  config_json["quantization_config"] = {{"quant_method", io::int8_quant_method}, {"block_size", Tensor::quant_block}};
+  config_json["quantization_config"] = {{"quant_method", args.bits == 4 ? io::int4_quant_method : io::int8_quant_method},
+                                        {"block_size", Tensor::quant_block}};
   std::ofstream(output / "config.json") << config_json.dump(2) << "\n";
   for (const char* name : companion_files)
     if (files.exists(name)) std::ofstream(output / name, std::ios::binary) << files.read_text(name);
-  std::printf("quantized %zu of %zu tensors to int8: %zu -> %zu bytes, written to %s\n", quantized,
-              checkpoint.names().size(), before, after, args.output.c_str());
+  std::printf("quantized %zu of %zu tensors to int%d: %zu -> %zu bytes, written to %s\n", quantized,
+              checkpoint.names().size(), args.bits, before, after, args.output.c_str());
 }
 
 }  // namespace
@@ -60,11 +66,16 @@ void run(const QuantizeArguments& args) {
 void add_quantize_command(CLI::App& app) {
   auto args = std::make_shared<QuantizeArguments>();
   CLI::App* command = app.add_subcommand(
-      "quantize", "Write an int8 copy of a checkpoint (one float16 scale per 32 weights) that loads as is");
+      "quantize", "Write an int8 or int4 copy of a checkpoint (one float16 scale per 32 weights) that loads as is");
   command->add_option("--model,-m", args->model, "Checkpoint directory or Hugging Face model id")->required();
   command->add_option("--revision", args->revision, "For a model id: branch, tag or commit hash")
       ->capture_default_str();
   command->add_option("--output,-o", args->output, "Directory to write (created if missing)")->required();
+  command->add_option("--bits", args->bits,
+                      "8: int8 (Q8_0's layout); 4: int4, 4.5 bits a weight with the scale (Q4_0's size, its "
+                      "scales fitted for least error; runs on the CPU only)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({4, 8}));
   command->callback([args] { run(*args); });
 }
 

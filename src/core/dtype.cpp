@@ -12,8 +12,14 @@ size_t dtype_size(DType dtype) {
     case DType::bf16: case DType::f16: return 2;
     case DType::i64: return 8;
     case DType::i8: case DType::u8: return 1;
+    case DType::i4: fail("int4 elements have no whole-byte size: two share a byte");
   }
   return 0;
+}
+
+size_t dtype_bytes(DType dtype, int64_t count) {
+  if (dtype == DType::i4) return static_cast<size_t>(count + 1) / 2;
+  return static_cast<size_t>(count) * dtype_size(dtype);
 }
 
 std::string_view dtype_name(DType dtype) {
@@ -25,6 +31,7 @@ std::string_view dtype_name(DType dtype) {
     case DType::i64: return "int64";
     case DType::i8: return "int8";
     case DType::u8: return "uint8";
+    case DType::i4: return "int4";
   }
   return "?";
 }

@@ -45,7 +45,7 @@ std::shared_ptr<const void> allocate_huge_page_aligned(size_t bytes) {
 
 Tensor Tensor::empty(Shape shape, DType dtype) {
   SHARDLM_CHECK(shape.numel() >= 0, "tensor shape ", shape.to_string(), " has a negative dimension");
-  size_t bytes = static_cast<size_t>(shape.numel()) * dtype_size(dtype);
+  size_t bytes = dtype_bytes(dtype, shape.numel());
   size_t rounded = (bytes + 63) / 64 * 64;
   std::shared_ptr<const void> owner;
   if (bytes >= huge_page) {
@@ -61,7 +61,7 @@ Tensor Tensor::empty(Shape shape, DType dtype) {
 
 Tensor HostArena::empty(Shape shape, DType dtype) {
   SHARDLM_CHECK(shape.numel() >= 0, "tensor shape ", shape.to_string(), " has a negative dimension");
-  const size_t bytes = static_cast<size_t>(shape.numel()) * dtype_size(dtype), rounded = (bytes + 63) / 64 * 64;
+  const size_t bytes = dtype_bytes(dtype, shape.numel()), rounded = (bytes + 63) / 64 * 64;
   if (bytes > largest_carved) return Tensor::empty(std::move(shape), dtype);
   if (!chunk_ || used_ + rounded > chunk_bytes) {
     chunk_ = allocate_huge_page_aligned(chunk_bytes);
@@ -125,8 +125,8 @@ Tensor Tensor::slice_rows(int64_t begin, int64_t end) const {
 }
 
 Tensor Tensor::with_block_scales(Tensor scales) const {
-  SHARDLM_CHECK(dtype_ == DType::i8 && shape_.rank() == 2 && shape_[1] % quant_block == 0,
-                "block scales need an int8 [out, in] weight with in a multiple of ", quant_block, ", not ",
+  SHARDLM_CHECK((dtype_ == DType::i8 || dtype_ == DType::i4) && shape_.rank() == 2 && shape_[1] % quant_block == 0,
+                "block scales need an int8 or int4 [out, in] weight with in a multiple of ", quant_block, ", not ",
                 describe());
   const Shape expected{shape_[0], shape_[1] / quant_block};
   SHARDLM_CHECK(scales.dtype() == DType::f16 && scales.shape() == expected,
@@ -148,7 +148,7 @@ Tensor Tensor::reshape(Shape shape) const {
 }
 
 Tensor Tensor::view_bytes(size_t byte_offset, Shape shape, DType dtype) const {
-  size_t bytes = static_cast<size_t>(shape.numel()) * dtype_size(dtype);
+  size_t bytes = dtype_bytes(dtype, shape.numel());
   SHARDLM_CHECK(byte_offset + bytes <= nbytes(), "view of ", bytes, " bytes at offset ", byte_offset,
                 " does not fit in ", describe());
   return wrap(owner_, static_cast<const std::byte*>(data_) + byte_offset, std::move(shape), dtype, writable_, device_);

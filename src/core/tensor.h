@@ -46,7 +46,7 @@ class Tensor {
   DType dtype() const { return dtype_; }
   Device device() const { return device_; }
   int64_t numel() const { return shape_.numel(); }
-  size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype_); }
+  size_t nbytes() const { return dtype_bytes(dtype_, numel()); }
   bool writable() const { return writable_; }
 
   const void* raw() const { return data_; }

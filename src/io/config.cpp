@@ -310,14 +310,16 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
                              ? &(*quantization)["quant_method"] : nullptr;
     const json* block = quantization->is_object() && quantization->contains("block_size")
                             ? &(*quantization)["block_size"] : nullptr;
-    if (!method || !method->is_string() || method->get<std::string>() != int8_quant_method)
+    const bool ours = method && method->is_string() &&
+                      (*method == int8_quant_method || *method == int4_quant_method);
+    if (!ours)
       fail(source, ": quantization_config.quant_method ", method ? method->dump() : "(missing)",
-           " is not supported: shardlm loads \"", int8_quant_method,
+           " is not supported: shardlm loads \"", int8_quant_method, "\" and \"", int4_quant_method,
            "\" checkpoints (written by `shardlm quantize`); quantize the original float weights with "
-           "--quantize int8 instead");
+           "--quantize int8 or int4 instead");
     if (!block || !block->is_number_integer() || block->get<int64_t>() != Tensor::quant_block)
       fail(source, ": quantization_config.block_size must be ", Tensor::quant_block);
-    config.quant_method = int8_quant_method;
+    config.quant_method = method->get<std::string>();
   }
   return config;
 }

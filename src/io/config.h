@@ -58,8 +58,8 @@ struct ModelConfig {
   // Qwen2/Qwen3's rule: sliding for layers >= max_window_layers when use_sliding_window.
   std::vector<std::string> layer_types;
   int64_t sliding_window = 0;  // 0 when no layer slides
-  // quantization_config.quant_method: "shardlm_int8" (written by `shardlm quantize`:
-  // int8 weights with "<name>_scale" f16 block scales), or empty.
+  // quantization_config.quant_method: "shardlm_int8" or "shardlm_int4" (written by
+  // `shardlm quantize`: int8 or int4 weights with "<name>_scale" f16 block scales), or empty.
   std::string quant_method;
 
   // The attention window of layer `layer` (0: unlimited).
@@ -73,6 +73,8 @@ struct ModelConfig {
 };
 
 inline constexpr const char* int8_quant_method = "shardlm_int8";
+// int4 weights stored as uint8 [out, in / 2] (two values a byte) beside "<name>_scale".
+inline constexpr const char* int4_quant_method = "shardlm_int4";
 
 // Parses config.json text; `source` names the file in errors.
 ModelConfig parse_model_config(const std::string& json_text, const std::string& source);

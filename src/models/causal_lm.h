@@ -27,6 +27,9 @@ struct LoadOptions {
   // Quantize every [out, in] weight whose rows are whole 32-element blocks to int8
   // with f16 block scales (core/quantize.h) while loading.
   bool quantize_int8 = false;
+  // The same to int4, a block of 32 four-bit values with one f16 scale (core/quantize.h:
+  // quantize_int4), on the CPU only.
+  bool quantize_int4 = false;
   // The KV cache's element type; unset: bfloat16 when the weights are 16-bit floats or
   // int8 (as transformers keeps the cache in the model's dtype), float32 otherwise.
   std::optional<DType> kv_cache_dtype{};

@@ -22,7 +22,7 @@ Tensor take_part(const Tensor& whole, const parallel::Segments* rows, const para
   const parallel::Segments& row_part = rows ? *rows : all_rows;
   const parallel::Segments& column_part = columns ? *columns : all_columns;
   const int64_t width = shape.rank() == 2 ? shape[1] : 1;
-  const size_t element = dtype_size(whole.dtype());
+  const DType dtype = whole.dtype();  // int4: columns come in whole blocks, so whole bytes
   Shape part_shape = shape.rank() == 2 ? Shape{row_part.size(), column_part.size()} : Shape{row_part.size()};
   Tensor part = Tensor::empty(part_shape, whole.dtype());
   const auto* source = static_cast<const uint8_t*>(whole.raw());
@@ -30,8 +30,8 @@ Tensor take_part(const Tensor& whole, const parallel::Segments* rows, const para
   for (const auto& [row_begin, row_end] : row_part.ranges)
     for (int64_t row = row_begin; row < row_end; ++row)
       for (const auto& [column_begin, column_end] : column_part.ranges) {
-        const size_t bytes = static_cast<size_t>(column_end - column_begin) * element;
-        std::memcpy(destination, source + (static_cast<size_t>(row * width + column_begin)) * element, bytes);
+        const size_t bytes = dtype_bytes(dtype, column_end - column_begin);
+        std::memcpy(destination, source + dtype_bytes(dtype, row * width + column_begin), bytes);
         destination += bytes;
       }
   return part;
@@ -61,14 +61,16 @@ Tensor WeightLoader::load_quantized(const std::string& name, Tensor values, cons
                                     const parallel::Segments* columns) const {
   const std::string scale_name = block_scale_name(name);
   if (!checkpoint_->contains(scale_name))
-    fail("tensor '", name, "' is int8 but '", scale_name,
-         "' (its block scales) is missing: only int8 checkpoints written by `shardlm quantize` can be loaded");
+    fail("tensor '", name, "' is ", dtype_name(values.dtype()), " but '", scale_name,
+         "' (its block scales) is missing: only int8 and int4 checkpoints written by `shardlm quantize` can be "
+         "loaded");
   Tensor scales = checkpoint_->tensor(scale_name);
   parallel::Segments scale_columns;
   if (columns) {
     for (const auto& [begin, end] : columns->ranges) {
       if (begin % Tensor::quant_block != 0 || end % Tensor::quant_block != 0)
-        fail("tensor '", name, "' is int8 with a scale per ", Tensor::quant_block, " columns; this rank's columns [",
+        fail("tensor '", name, "' is ", dtype_name(values.dtype()), " with a scale per ", Tensor::quant_block,
+             " columns; this rank's columns [",
              begin, ", ", end, ") cut a block: choose a tp_size that splits its columns at multiples of ",
              Tensor::quant_block, ", or replicate it in the tp_plan");
       scale_columns.ranges.emplace_back(begin / Tensor::quant_block, end / Tensor::quant_block);
@@ -126,14 +128,18 @@ Tensor WeightLoader::require_part(const std::string& name, const Shape& expected
   }
   Tensor stored = checkpoint_->tensor(name);
   read_.insert(name);
-  if (stored.dtype() == DType::i8) read_.insert(block_scale_name(name));
+  // int4 is stored as uint8 [out, in / 2], two values a byte, beside its block scales.
+  if (stored.dtype() == DType::u8 && stored.shape().rank() == 2 && checkpoint_->contains(block_scale_name(name)))
+    stored = stored.view_bytes(0, Shape{stored.shape()[0], stored.shape()[1] * 2}, DType::i4);
+  const bool block_quantized = stored.dtype() == DType::i8 || stored.dtype() == DType::i4;
+  if (block_quantized) read_.insert(block_scale_name(name));
   if (stored.shape() != expected)
     fail("tensor '", name, "' has shape ", stored.shape().to_string(), " but ", config_source_, " implies ",
          expected.to_string(), ": config.json does not match the weights");
-  if (stored.dtype() == DType::i8) return finish_loading(load_quantized(name, stored, rows, columns), name);
+  if (block_quantized) return finish_loading(load_quantized(name, stored, rows, columns), name);
   if (!is_floating(stored.dtype()))
     fail("tensor '", name, "' is ", dtype_name(stored.dtype()),
-         "; weights must be float32, bfloat16, float16, or int8 with block scales");
+         "; weights must be float32, bfloat16, float16, or int8 or int4 with block scales");
   Tensor tensor = finish_loading(take_part(stored, rows, columns), name);
   // The part now lives elsewhere: the file's pages need not stay resident for it.
   if (tensor.raw() < stored.raw() ||
@@ -187,14 +193,19 @@ int WeightLoader::spmd_split_dim(const std::string& name, const Tensor& tensor) 
 }
 
 Tensor WeightLoader::finish_loading(Tensor tensor, const std::string& name) {
-  if (tensor.dtype() != DType::i8) {
+  if (!tensor.quantized()) {
     if (options_.dtype && *options_.dtype != tensor.dtype()) tensor = tensor.to_dtype(*options_.dtype);
     if (options_.quantize_int8 && quantizable(tensor.shape())) tensor = quantize_int8(tensor);
+    if (options_.quantize_int4 && quantizable(tensor.shape()))
+      tensor = keeps_eight_bits_under_int4(name) ? quantize_int8(tensor) : quantize_int4(tensor);
   }
   return place(std::move(tensor), name);
 }
 
 Tensor WeightLoader::place(Tensor tensor, const std::string& name) {
+  if (tensor.dtype() == DType::i4 && options_.device && options_.device->device().kind != DeviceKind::cpu)
+    fail("tensor '", name, "' is int4, and only the CPU backend has int4 kernels; ", options_.device->name(),
+         " has none: run int4 weights with --device cpu, or use --quantize int8 or the float weights there");
   const bool on_host = !options_.device || options_.device->device().kind == DeviceKind::cpu;
   if (on_host && (tensor.writable() || options_.copy_mapped_weights)) tensor = in_huge_pages(tensor);
   if (!matrix_dtype_ && tensor.shape().rank() == 2) matrix_dtype_ = tensor.dtype();

@@ -1,8 +1,9 @@
-// Weight-only int8 (--quantize int8) against float: the logits of real sequences, as
-// top-1 agreement and max|int8 - float| / max|float|, on stories260K (a trained model)
-// and every fixture (random weights, against their float64 golden logits). The figures
-// are printed, and recorded in docs/PERFORMANCE.md. Bounds: Q8_0-style blocks keep
-// each weight within half a step (max|w| / 254) of its float value.
+// Weight-only int8 and int4 (--quantize int8 / int4) against float: the logits of real
+// sequences, as top-1 agreement and max|quantized - float| / max|float|, on stories260K (a
+// trained model) and every fixture (random weights, against their float64 golden logits).
+// The figures are printed, and recorded in docs/MODELS.md. Bounds: int8 keeps each weight
+// within half a step (max|w| / 254) of its float value, int4 within half of a step
+// sixteen times coarser, so its bounds are looser (set from the measured figures with room).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -46,26 +47,39 @@ std::vector<int64_t> read_ids(const std::string& path) {
   return ids;
 }
 
-TEST(Int8Quantization, Stories260KStaysCloseToFloat) {
+struct Bounds {
+  double top1, relative_error;
+};
+// int4 on these fixtures (random weights, near-uniform logits: a top-1 is easily swapped) and on
+// the 64-wide stories260K parts from float far more than on a real model (docs/MODELS.md): its
+// bounds guard against a broken layout or kernel (top-1 near 0, error near 1), not precision.
+Bounds bounds_of(const std::string& scheme) { return scheme == "int8" ? Bounds{0.9, 0.05} : Bounds{0.4, 0.5}; }
+
+class QuantizedStories : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(QuantizedStories, Stories260KStaysCloseToFloat) {
   // The prompt and llama2.c's greedy continuation: 40+ real positions.
   const std::vector<int64_t> ids = read_ids(testing::data_path("stories260K/once_upon_a_time.ids.txt"));
   ASSERT_GT(ids.size(), 20u);
   AutoModelForCausalLM float_model = AutoModelForCausalLM::from_pretrained("embedded:stories260K");
   PretrainedOptions options;
-  options.quantize = "int8";
-  AutoModelForCausalLM int8_model = AutoModelForCausalLM::from_pretrained("embedded:stories260K", options);
-  EXPECT_LT(int8_model.weight_bytes(), float_model.weight_bytes() / 2);
-  const Agreement agreement = compare(int8_model.logits(ids), float_model.logits(ids));
-  std::cout << "stories260K int8 vs f32: top-1 agreement " << agreement.top1 << ", logit error "
+  options.quantize = GetParam();
+  AutoModelForCausalLM quantized = AutoModelForCausalLM::from_pretrained("embedded:stories260K", options);
+  EXPECT_LT(quantized.weight_bytes(), float_model.weight_bytes() / 2);
+  const Agreement agreement = compare(quantized.logits(ids), float_model.logits(ids));
+  std::cout << "stories260K " << GetParam() << " vs f32: top-1 agreement " << agreement.top1 << ", logit error "
             << agreement.relative_error << " over " << ids.size() << " positions\n";
-  EXPECT_GE(agreement.top1, 0.9);
-  EXPECT_LT(agreement.relative_error, 0.05);
+  EXPECT_GE(agreement.top1, bounds_of(GetParam()).top1);
+  EXPECT_LT(agreement.relative_error, bounds_of(GetParam()).relative_error);
 }
 
-class Int8Fixture : public ::testing::TestWithParam<std::string> {};
+INSTANTIATE_TEST_SUITE_P(Int8AndInt4, QuantizedStories, ::testing::Values("int8", "int4"));
 
-TEST_P(Int8Fixture, LogitsStayCloseToTheGolden) {
-  const std::string directory = testing::data_path("fixtures/" + GetParam());
+class QuantizedFixture : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
+
+TEST_P(QuantizedFixture, LogitsStayCloseToTheGolden) {
+  const auto& [scheme, fixture] = GetParam();
+  const std::string directory = testing::data_path("fixtures/" + fixture);
   io::SafetensorsFile golden = io::SafetensorsFile::open(directory + "/golden.safetensors");
   Tensor input = golden.tensor("input_ids"), logits = golden.tensor("logits");  // [positions, vocab]
   const std::vector<int64_t> ids(input.data<int64_t>(), input.data<int64_t>() + input.numel());
@@ -74,26 +88,28 @@ TEST_P(Int8Fixture, LogitsStayCloseToTheGolden) {
   for (int64_t p = 0; p < logits.numel() / vocab; ++p)
     expected.emplace_back(logits.data<float>() + p * vocab, logits.data<float>() + (p + 1) * vocab);
   PretrainedOptions options;
-  options.quantize = "int8";
+  options.quantize = scheme;
   const Agreement agreement = compare(AutoModelForCausalLM::from_pretrained(directory, options).logits(ids), expected);
-  std::cout << GetParam() << " int8 vs float64 golden: top-1 agreement " << agreement.top1 << ", logit error "
-            << agreement.relative_error << "\n";
-  EXPECT_GE(agreement.top1, 0.9);
-  EXPECT_LT(agreement.relative_error, 0.05);
+  std::cout << fixture << " " << scheme << " vs float64 golden: top-1 agreement " << agreement.top1
+            << ", logit error " << agreement.relative_error << "\n";
+  EXPECT_GE(agreement.top1, bounds_of(scheme).top1);
+  EXPECT_LT(agreement.relative_error, bounds_of(scheme).relative_error);
 }
 
-INSTANTIATE_TEST_SUITE_P(EveryFixture, Int8Fixture,
-                         ::testing::Values("llama-tiny", "llama3-tiny", "qwen2-tiny", "qwen3-tiny", "qwen3-tiny-bf16",
-                                           "qwen3-tiny-untied", "glm4-tiny", "gemma3-tiny"),
+INSTANTIATE_TEST_SUITE_P(EveryFixture, QuantizedFixture,
+                         ::testing::Combine(::testing::Values("int8", "int4"),
+                                            ::testing::Values("llama-tiny", "llama3-tiny", "qwen2-tiny", "qwen3-tiny",
+                                                              "qwen3-tiny-bf16", "qwen3-tiny-untied", "glm4-tiny",
+                                                              "gemma3-tiny")),
                          [](const auto& info) {
-                           std::string name = info.param;
+                           std::string name = std::get<0>(info.param) + "_" + std::get<1>(info.param);
                            std::replace(name.begin(), name.end(), '-', '_');
                            return name;
                          });
 
-TEST(Int8Quantization, RejectsAnUnknownScheme) {
+TEST(Quantization, RejectsAnUnknownScheme) {
   PretrainedOptions options;
-  options.quantize = "int4";
+  options.quantize = "int3";
   EXPECT_THROW(AutoModelForCausalLM::from_pretrained("embedded:stories260K", options), Error);
 }
 

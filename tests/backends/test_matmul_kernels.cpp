@@ -6,8 +6,8 @@
 // 256-element k block (and the portable table's 1024-element chunk), a multiple of 16
 // and 32 or not (the bf16 gemvs read 32 or 16 at a time, then less), out past two
 // 128-column blocks and not a multiple of 16. Tolerance: 2e-5 of the largest output
-// (f32 sums in another order); 1e-4 for gemv over int8 weights, whose AVX2 and AVX-512
-// kernels round the activations to int16 per 32-element block (2^-16 of the block's
+// (f32 sums in another order); 1e-4 for gemv over int8 and int4 weights, whose AVX2 and
+// AVX-512 kernels round the activations to int16 per 32-element block (2^-16 of the block's
 // largest value); 1e-2 for the AMX table's gemm over bf16, f16 and int8 weights and the
 // AVX512-BF16 table's over bf16 weights, which round the activations to bf16 (2^-9 relative
 // each; measured up to 2.4e-3); 3e-2 for the AVX512-BF16 table's gemm over int8 weights,
@@ -15,7 +15,10 @@
 // to 1.0e-2).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
+#include <iostream>
+#include <random>
 
 #include "backends/cpu/matmul_kernels.h"
 #include "core/quantize.h"
@@ -33,6 +36,7 @@ constexpr double tolerance = 2e-5, int8_gemv_tolerance = 1e-4, bf16_input_tolera
 
 Tensor random_weight(DType dtype, int64_t out_features, int64_t in, std::mt19937& random) {
   if (dtype == DType::i8) return quantize_int8(random_tensor({out_features, in}, DType::f32, random));
+  if (dtype == DType::i4) return quantize_int4(random_tensor({out_features, in}, DType::f32, random));
   return random_tensor({out_features, in}, dtype, random);
 }
 
@@ -43,10 +47,10 @@ struct Case {
 
 std::vector<Case> cases() {
   std::vector<Case> all;
-  for (DType dtype : {DType::f32, DType::bf16, DType::f16, DType::i8})
+  for (DType dtype : {DType::f32, DType::bf16, DType::f16, DType::i8, DType::i4})
     for (int64_t rows : {1, 2, 3, 4, 5, 7, 12, 13, 17, 32, 64, 100})
       for (int64_t in : {67, 88, 96, 544, 1056}) {  // 1056: two portable widening chunks
-        if (dtype == DType::i8 && in % Tensor::quant_block) continue;
+        if ((dtype == DType::i8 || dtype == DType::i4) && in % Tensor::quant_block) continue;
         for (int64_t out_features : {45, 290}) all.push_back({dtype, rows, in, out_features});
       }
   return all;
@@ -92,7 +96,7 @@ TEST(MatmulKernels, EveryTableMatchesTheReference) {
         EXPECT_LT(relative_error(got_range, want_range),
                   rounds_to_int8 ? int8_input_tolerance
                   : rounds       ? bf16_input_tolerance
-                  : !use_gemm && c.dtype == DType::i8 ? int8_gemv_tolerance
+                  : !use_gemm && (c.dtype == DType::i8 || c.dtype == DType::i4) ? int8_gemv_tolerance
                                                       : tolerance)
             << table->isa << (use_gemm ? " gemm " : " gemv ") << dtype_name(c.dtype) << " rows " << c.rows
             << " in " << c.in << " out " << c.out_features;
@@ -172,6 +176,60 @@ TEST(Quantize, Int8BlocksRoundTripWithinHalfAStep) {
     EXPECT_LE(std::abs(reference::load_f32(quantized, i) - weight.data<float>()[i]), 0.5f * scale + 1e-7f) << i;
   }
   EXPECT_EQ(reference::load_f32(quantized, 40), 0.0f);
+}
+
+// llama.cpp's Q4_0 rule (ggml quantize_row_q4_0_ref): d = the block's signed extreme / -8,
+// q = min(15, trunc(x / d + 8.5)), value (q - 8) * d with d rounded to f16. Squared error
+// of a weight under it.
+double q4_0_squared_error(const Tensor& weight) {
+  const float* w = weight.data<float>();
+  double error = 0;
+  for (int64_t b = 0; b < weight.numel() / 32; ++b) {
+    float extreme = 0;
+    for (int i = 0; i < 32; ++i)
+      if (std::abs(w[b * 32 + i]) > std::abs(extreme)) extreme = w[b * 32 + i];
+    const float d = extreme / -8, inverse = d ? 1 / d : 0, stored = f16_to_f32(f32_to_f16(d));
+    for (int i = 0; i < 32; ++i) {
+      const int q = std::min(15, static_cast<int>(w[b * 32 + i] * inverse + 8.5f));
+      error += std::pow(w[b * 32 + i] - (q - 8) * stored, 2);
+    }
+  }
+  return error;
+}
+
+// int4 against Q4_0 at the same size: values within a step of the weight (unless clamped),
+// the layout as documented, and less squared error than Q4_0's rule
+// on normal and on heavy-tailed weights.
+TEST(Quantize, Int4IsAtLeastAsAccurateAsQ4_0) {
+  std::mt19937 random(5);
+  Tensor weight = random_tensor({64, 256}, DType::f32, random);
+  std::student_t_distribution<float> heavy(3.0f);
+  Tensor tails = Tensor::empty({64, 256}, DType::f32);
+  for (int64_t i = 0; i < tails.numel(); ++i) tails.mutable_data<float>()[i] = 0.02f * heavy(random);
+  for (int i = 0; i < 32; ++i) weight.mutable_data<float>()[i] = 0;  // an all-zero block
+  for (const Tensor* w : {&weight, &tails}) {
+    const Tensor quantized = quantize_int4(*w);
+    ASSERT_EQ(quantized.dtype(), DType::i4);
+    ASSERT_EQ(quantized.nbytes(), static_cast<size_t>(w->numel() / 2));
+    EXPECT_EQ(quantized.block_scales().shape(), (Shape{64, 8}));
+    double error = 0;
+    for (int64_t i = 0; i < w->numel(); ++i) {
+      const float scale = reference::load_f32(quantized.block_scales(), i / 32);
+      const float value = reference::load_f32(quantized, i), original = w->data<float>()[i];
+      error += std::pow(value - original, 2);
+      const int q = int4_value(static_cast<const uint8_t*>(quantized.raw()) + (i / 256) * 128, i % 256);
+      EXPECT_EQ(value, q * scale) << i;
+      if (q > -8 && q < 7) {  // half a step of the rounding scale, which the refit moves a little
+        EXPECT_LE(std::abs(value - original), std::abs(scale)) << i;
+      }
+    }
+    const double q4_0 = q4_0_squared_error(*w);
+    std::cout << (w == &weight ? "normal" : "heavy-tailed") << " weights: int4 squared error / Q4_0's "
+              << error / q4_0 << "\n";
+    EXPECT_LT(error, q4_0) << (w == &weight ? "normal" : "heavy-tailed");
+  }
+  EXPECT_EQ(reference::load_f32(quantize_int4(weight), 5), 0.0f);
+  EXPECT_THROW(quantize_int4(random_tensor({4, 40}, DType::f32, random)), Error);
 }
 
 TEST(Quantize, RejectsRowsThatAreNotWholeBlocks) {

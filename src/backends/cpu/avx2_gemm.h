@@ -12,6 +12,7 @@
 #include "backends/cpu/matmul_kernels.h"
 #include "backends/cpu/vector_math.h"
 #include "core/dtype.h"
+#include "core/quantize.h"
 
 // Register tiles live in small arrays indexed by compile-time loops; fully unrolled,
 // they stay in registers (GCC's -O2 would keep some loops and spill the arrays).
@@ -44,17 +45,38 @@ void with_dtype(DType dtype, Body body) {
     case DType::f32: return body(std::integral_constant<DType, DType::f32>{});
     case DType::bf16: return body(std::integral_constant<DType, DType::bf16>{});
     case DType::f16: return body(std::integral_constant<DType, DType::f16>{});
+    case DType::i4: return body(std::integral_constant<DType, DType::i4>{});
     default: return body(std::integral_constant<DType, DType::i8>{});
   }
 }
 
-// Bytes per weight element of dtype D, known at compile time (dtype_size is not).
+// Weights of block-quantized integers with f16 block scales: int8, or int4 two a byte.
 template <DType D>
-constexpr int64_t element_bytes = D == DType::f32 ? 4 : D == DType::i8 ? 1 : 2;
+constexpr bool block_quantized = D == DType::i8 || D == DType::i4;
+
+// Bytes per weight element of dtype D, known at compile time (dtype_size is not); int4,
+// half a byte, is handled where it is read.
+template <DType D>
+constexpr int64_t element_bytes = D == DType::f32 ? 4 : D == DType::i8 || D == DType::i4 ? 1 : 2;
 
 template <DType D>
 inline const void* row_pointer(const WeightView& w, int64_t row) {
+  if constexpr (D == DType::i4) return static_cast<const std::byte*>(w.data) + row * w.in / 2;
   return static_cast<const std::byte*>(w.data) + row * w.in * element_bytes<D>;
+}
+
+// Byte offset of element k (a whole block's start for int4) in a row of dtype D.
+template <DType D>
+constexpr int64_t byte_offset(int64_t k) {
+  return D == DType::i4 ? k / 2 : k * element_bytes<D>;
+}
+
+// Sixteen int4 values of a block (elements 0..15 or 16..31: `high`), as int8 in [-8, 7].
+inline __m128i int4_half_block(const void* row, int64_t block_start, bool high) {
+  const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint8_t*>(row) + block_start / 2));
+  const __m128i nibbles = high ? _mm_and_si128(_mm_srli_epi16(bytes, 4), _mm_set1_epi8(0x0F))
+                               : _mm_and_si128(bytes, _mm_set1_epi8(0x0F));
+  return _mm_sub_epi8(nibbles, _mm_set1_epi8(8));
 }
 
 // Eight consecutive weights of a row from element k, as f32 (int8: unscaled).
@@ -67,6 +89,9 @@ inline __m256 load8(const void* row, int64_t k) {
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16));
   } else if constexpr (D == DType::f16) {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(row) + k)));
+  } else if constexpr (D == DType::i4) {  // k a multiple of 8: eight values from one half of a block
+    const __m128i half = int4_half_block(row, k / block * block, k % block >= 16);
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(k % 16 ? _mm_srli_si128(half, 8) : half));
   } else {
     __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(static_cast<const int8_t*>(row) + k));
     return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(bytes));
@@ -78,6 +103,7 @@ inline float load1(const void* row, int64_t k) {
   if constexpr (D == DType::f32) return static_cast<const float*>(row)[k];
   else if constexpr (D == DType::bf16) return bf16_to_f32(static_cast<const uint16_t*>(row)[k]);
   else if constexpr (D == DType::f16) return f16_to_f32(static_cast<const uint16_t*>(row)[k]);
+  else if constexpr (D == DType::i4) return static_cast<float>(int4_value(static_cast<const uint8_t*>(row), k));
   else return static_cast<float>(static_cast<const int8_t*>(row)[k]);
 }
 
@@ -118,12 +144,12 @@ inline void prefetch_ahead(const void* row, int64_t byte_offset) {
   _mm_prefetch(static_cast<const char*>(row) + byte_offset + gemv_prefetch_bytes, _MM_HINT_T1);
 }
 
-// The streams an int8 gemv tile reads: S weight rows `part` apart from row o with their
-// f16 block scales, and R activation rows of `row_floats` floats in pack_int8_gemv_input's
-// layout (`in` int16 values, then one f32 scale per block).
-template <int R, int S>
+// The streams an int8 (or int4) gemv tile reads: S weight rows `part` apart from row o
+// with their f16 block scales, and R activation rows of `row_floats` floats in
+// pack_int8_gemv_input's layout (`in` int16 values, then one f32 scale per block).
+template <int R, int S, DType D = DType::i8>
 struct Int8TileStreams {
-  const int8_t* rows[S];
+  const uint8_t* rows[S];
   const uint16_t* weight_scales[S];
   const int16_t* values[R];
   const float* input_scales[R];
@@ -132,7 +158,7 @@ struct Int8TileStreams {
     const int64_t blocks = w.in / block;
     SHARDLM_UNROLL
     for (int s = 0; s < S; ++s) {
-      rows[s] = static_cast<const int8_t*>(row_pointer<DType::i8>(w, o + s * part));
+      rows[s] = static_cast<const uint8_t*>(row_pointer<D>(w, o + s * part));
       weight_scales[s] = w.block_scales + (o + s * part) * blocks;
     }
     SHARDLM_UNROLL
@@ -160,12 +186,14 @@ void for_gemv_row_groups(int64_t rows, Body body) {
 // computes rows o + s * part for s < Streams. About six streams a core read fastest on
 // Zen 3 (sixteen read ~15% less) for f32 and f16; the bf16 loop, with fewer instructions
 // per byte, read ~3% faster at two threads with four than with six (two: ~10% slower);
-// int8 rows come with a stream of scales each, so three parts. Fewer parts at more input
+// int8 rows come with a stream of scales each, so three parts; int4, half the bytes a
+// block, four (no slower than three on Zen 4). Fewer parts at more input
 // rows, as each needs R accumulators. The AVX-512 gemv reads the same way: on Sapphire
 // Rapids two to six int8 streams could not be told apart.
 template <DType D, int R, typename Tile>
 void for_gemv_stream_tiles(int64_t o_begin, int64_t o_end, Tile tile) {
-  constexpr int S = D == DType::i8     ? (R <= 2 ? 3 : 2)
+  constexpr int S = D == DType::i4     ? (R <= 2 ? 4 : 2)
+                    : D == DType::i8   ? (R <= 2 ? 3 : 2)
                     : D == DType::bf16 ? (R <= 2 ? 4 : 3)
                                        : (R == 1 ? 6 : R == 2 ? 4 : 3);
   const int64_t part = (o_end - o_begin) / S;
@@ -180,7 +208,7 @@ template <DType D>
 inline void widen_row(const WeightView& w, int64_t row, int64_t k0, int64_t count, float* destination) {
   const void* source = row_pointer<D>(w, row);
   int64_t k = 0;
-  if constexpr (D == DType::i8) {
+  if constexpr (block_quantized<D>) {
     const uint16_t* scales = w.block_scales + row * (w.in / block);
     for (; k < count; k += 8) {  // k0 and count are multiples of the block size
       const __m256 scale = _mm256_set1_ps(_cvtsh_ss(scales[(k0 + k) / block]));
@@ -223,21 +251,21 @@ inline void pack_panel(const WeightView& w, int64_t n0, int64_t width, int64_t k
     const uint16_t* scales[8];
     for (int64_t j = 0; j < 8; ++j) {
       rows[j] = j0 + j < width ? row_pointer<D>(w, n0 + j0 + j) : nullptr;
-      if constexpr (D == DType::i8) scales[j] = rows[j] ? w.block_scales + (n0 + j0 + j) * (w.in / block) : nullptr;
+      if constexpr (block_quantized<D>) scales[j] = rows[j] ? w.block_scales + (n0 + j0 + j) * (w.in / block) : nullptr;
     }
     for (int64_t k = 0; k < vector_k; k += 8) {
       __m256 block8[8];
       SHARDLM_UNROLL
       for (int j = 0; j < 8; ++j) {
         block8[j] = rows[j] ? load8<D>(rows[j], k0 + k) : _mm256_setzero_ps();
-        if constexpr (D == DType::i8)
+        if constexpr (block_quantized<D>)
           if (rows[j]) block8[j] = _mm256_mul_ps(block8[j], _mm256_set1_ps(_cvtsh_ss(scales[j][(k0 + k) / block])));
       }
       transpose8(block8);
       SHARDLM_UNROLL
       for (int i = 0; i < 8; ++i) _mm256_store_ps(packed + (k + i) * Width + j0, block8[i]);
     }
-    for (int64_t k = vector_k; k < kc; ++k)  // int8 rows are whole blocks: no tail there
+    for (int64_t k = vector_k; k < kc; ++k)  // int8 and int4 rows are whole blocks: no tail there
       for (int64_t j = 0; j < 8; ++j) packed[k * Width + j0 + j] = rows[j] ? load1<D>(rows[j], k0 + k) : 0.0f;
   }
 }

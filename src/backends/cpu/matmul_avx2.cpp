@@ -5,8 +5,8 @@
 // into up to four input rows; independent accumulator chains per row keep the FMAs
 // ahead of memory. Weights are widened in registers (bf16: sixteen a load, the even
 // ones by a 16-bit shift and the odd ones by a mask, against an input permuted to
-// match; f16: vcvtph2ps); int8 weights meet int16 activations in integer
-// multiply-adds, one scale per 32-element block.
+// match; f16: vcvtph2ps); int8 weights, and int4 ones widened from their nibbles, meet
+// int16 activations in integer multiply-adds, one scale per 32-element block.
 //
 // gemm (prefill): the input is packed once per op into 6-row k-major tiles, grouped by
 // 256-k block; the weight is packed, a panel of 16 output columns by 256 k at a time,
@@ -165,15 +165,15 @@ inline __m256 load_scales8(const float* scales, int64_t count) {
   return _mm256_load_ps(part);
 }
 
-// int8 weights against pack_int8_gemv_input's rows, output rows o + s * part as in
-// gemv_tile: per block, 32 int8 x int16 products summed exactly in int32, then scaled
+// int8 (or int4) weights against pack_int8_gemv_input's rows, output rows o + s * part as
+// in gemv_tile: per block, 32 int8 x int16 products summed exactly in int32, then scaled
 // once by weight scale x input scale. Scales are loaded eight blocks at a time and
 // multiplied together as vectors.
-template <int R, int S>
+template <DType D, int R, int S>
 void gemv_int8_tile(const float* packed_x, int64_t row_floats, const WeightView& w, int64_t o, int64_t part,
                     float* out, int64_t out_stride) {
   const int64_t blocks = w.in / block;
-  const Int8TileStreams<R, S> streams(packed_x, row_floats, w, o, part);
+  const Int8TileStreams<R, S, D> streams(packed_x, row_floats, w, o, part);
   const auto& [rows, weight_scales, values, input_scales] = streams;
   __m256 acc[R][S];
   SHARDLM_UNROLL
@@ -195,12 +195,18 @@ void gemv_int8_tile(const float* packed_x, int64_t row_floats, const WeightView&
       if (b % 2 == 0)  // one line of each stream per two blocks
         SHARDLM_UNROLL
         for (int s = 0; s < S; ++s)
-          prefetch_ahead(rows[s], k);
+          prefetch_ahead(rows[s], byte_offset<D>(k));
       SHARDLM_UNROLL
       for (int s = 0; s < S; ++s) {
-        const __m256i low = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[s] + k)));
-        const __m256i high =
-            _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[s] + k + 16)));
+        // Elements k .. k + 15 and k + 16 .. k + 31 of the block as int16.
+        __m256i low, high;
+        if constexpr (D == DType::i4) {
+          low = _mm256_cvtepi8_epi16(int4_half_block(rows[s], k, false));
+          high = _mm256_cvtepi8_epi16(int4_half_block(rows[s], k, true));
+        } else {
+          low = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[s] + k)));
+          high = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[s] + k + 16)));
+        }
         SHARDLM_UNROLL
         for (int r = 0; r < R; ++r) {
           const __m256i sums = _mm256_add_epi32(
@@ -221,13 +227,13 @@ template <DType D>
 void gemv_typed(const float* x, int64_t rows, const WeightView& w, int64_t o_begin, int64_t o_end, float* out,
                 int64_t stride) {
   // Rows of x: f32 [in] (for bf16 weights, permuted), or pack_int8_gemv_input's rows.
-  const int64_t row_floats = D == DType::i8 ? int8_gemv_row_floats(w.in) : w.in;
+  const int64_t row_floats = block_quantized<D> ? int8_gemv_row_floats(w.in) : w.in;
   for_gemv_row_groups(rows, [&](int64_t r, auto group) {
     constexpr int R = decltype(group)::value;
     const float* xr = x + r * row_floats;
     float* outr = out + r * stride;
     for_gemv_stream_tiles<D, R>(o_begin, o_end, [&]<int Streams>(int64_t o, int64_t part) {
-      if constexpr (D == DType::i8) gemv_int8_tile<R, Streams>(xr, row_floats, w, o, part, outr, stride);
+      if constexpr (block_quantized<D>) gemv_int8_tile<D, R, Streams>(xr, row_floats, w, o, part, outr, stride);
       else gemv_tile<D, R, Streams>(xr, w, o, part, outr, stride);
     });
   });
@@ -345,11 +351,12 @@ void gemm(const float* x, int64_t rows, const WeightView& w, int64_t o_begin, in
 }
 
 int64_t gemv_input_row_floats(DType weight_dtype, int64_t in) {
-  return weight_dtype == DType::i8 ? int8_gemv_row_floats(in) : weight_dtype == DType::bf16 ? in : 0;
+  if (weight_dtype == DType::i8 || weight_dtype == DType::i4) return int8_gemv_row_floats(in);
+  return weight_dtype == DType::bf16 ? in : 0;
 }
 
 void pack_gemv_input(const float* x, int64_t rows, int64_t in, DType weight_dtype, float* packed) {
-  if (weight_dtype == DType::i8) pack_int8_gemv_input(x, rows, in, packed);
+  if (weight_dtype == DType::i8 || weight_dtype == DType::i4) pack_int8_gemv_input(x, rows, in, packed);
   else if (weight_dtype == DType::bf16) pack_bf16_gemv_input(x, rows, in, packed);
 }
 

@@ -6,7 +6,8 @@
 // gemv (decode): as matmul_avx2.cpp's, a 64-byte load a step: bf16 as 16 even and 16
 // odd weights (shift, mask) against an input permuted per 32 to match, f16 through
 // vcvtph2ps, int8 as 32 int16 in one vpmaddwd per block against the AVX2 table's
-// int16 activations (the same layout, packed by that table). Half the instructions
+// int16 activations (the same layout, packed by that table), int4 as two blocks' nibbles
+// widened to 16 bits against those activations reordered to match. Half the instructions
 // per byte of weights: more lines in flight per out-of-order window.
 //
 // gemm (prefill): a 12x32 micro-kernel (24 accumulators; per k, two 16-lane weight
@@ -195,13 +196,125 @@ void gemv_int8_tile(const float* packed_x, int64_t row_floats, const WeightView&
     for (int s = 0; s < S; ++s) out[r * out_stride + o + s * part] = _mm512_reduce_add_ps(acc[r][s]);
 }
 
+// int4 activations, per row: the int8 layout (`in` int16 values, one f32 scale a block)
+// with each pair of blocks A, B reordered as A0-15 B0-15 A16-31 B16-31, to match the
+// nibbles of 32 weight bytes (the low ones of both blocks, then the high ones), then one
+// f32 a block: its scale times the sum of its int16 values, for the weights' offset of 8.
+int64_t int4_gemv_row_floats(int64_t in) { return int8_input_packer().gemv_input_row_floats(DType::i8, in) + in / block; }
+
+void pack_int4_gemv_input(const float* x, int64_t rows, int64_t in, float* packed) {
+  const int64_t blocks = in / block, int8_floats = int8_input_packer().gemv_input_row_floats(DType::i8, in);
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = packed + r * int4_gemv_row_floats(in);
+    int8_input_packer().pack_gemv_input(x + r * in, 1, in, DType::i8, row);
+    auto* values = reinterpret_cast<int16_t*>(row);
+    const float* scales = row + in / 2;
+    float* sums = row + int8_floats;
+    for (int64_t b = 0; b < blocks; ++b) {
+      int32_t total = 0;
+      for (int64_t i = 0; i < block; ++i) total += values[b * block + i];
+      sums[b] = scales[b] * static_cast<float>(total);
+    }
+    for (int64_t b = 0; b + 1 < blocks; b += 2) {  // swap A16-31 with B0-15
+      const __m256i a_high = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(values + b * block + 16));
+      const __m256i b_low = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(values + (b + 1) * block));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(values + b * block + 16), b_low);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(values + (b + 1) * block), a_high);
+    }
+  }
+}
+
+// int4 weights against pack_int4_gemv_input's rows, output rows o + s * part as in
+// gemv_tile: two blocks a step, their 32 bytes split into low and high nibbles (0..15:
+// the stored q + 8) and widened to 32 int16 each, multiplied and summed pairwise in int32
+// against the activations (vpmaddwd), each block's eight sums scaled by weight scale x
+// input scale. The offset of 8 comes off once at the end: 8 x the sum over blocks of
+// weight scale x the block's activation sum.
+template <int R, int S, PrefetchInto Into>
+void gemv_int4_tile(const float* packed_x, int64_t row_floats, const WeightView& w, int64_t o, int64_t part,
+                    float* out, int64_t out_stride) {
+  const int64_t blocks = w.in / block, int8_floats = int8_input_packer().gemv_input_row_floats(DType::i8, w.in);
+  const avx2::Int8TileStreams<R, S, DType::i4> streams(packed_x, row_floats, w, o, part);
+  const auto& [rows, weight_scales, values, input_scales] = streams;
+  const __m512i low_nibbles = _mm512_set1_epi16(0x0F);
+  __m512 acc[R][S], offset[R][S];
+  SHARDLM_UNROLL
+  for (int r = 0; r < R; ++r)
+    SHARDLM_UNROLL
+    for (int s = 0; s < S; ++s) acc[r][s] = offset[r][s] = _mm512_setzero_ps();
+  // Lanes 0-7 take block b's scale, lanes 8-15 block b + 1's, of the sixteen in `combined`.
+  const __m512i pair_lanes = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+  for (int64_t b0 = 0; b0 < blocks; b0 += 16) {
+    const int64_t group = std::min<int64_t>(16, blocks - b0);
+    const __mmask16 mask = first_lanes(group);
+    __m512 combined[R][S];  // [r][s], lane b: the scale of block b0 + b of row s against input row r
+    SHARDLM_UNROLL
+    for (int s = 0; s < S; ++s) {
+      const __m512 weight_scale = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask, weight_scales[s] + b0));
+      SHARDLM_UNROLL
+      for (int r = 0; r < R; ++r) {
+        combined[r][s] = _mm512_mul_ps(weight_scale, _mm512_maskz_loadu_ps(mask, input_scales[r] + b0));
+        const float* sums = reinterpret_cast<const float*>(values[r]) + int8_floats;
+        offset[r][s] = _mm512_fmadd_ps(weight_scale, _mm512_maskz_loadu_ps(mask, sums + b0), offset[r][s]);
+      }
+    }
+    int64_t b = 0;
+    for (; b + 2 <= group; b += 2) {
+      const int64_t k = (b0 + b) * block;
+      if (b % 4 == 0)  // one line of each stream per four blocks
+        SHARDLM_UNROLL
+        for (int s = 0; s < S; ++s)
+          prefetch_ahead<Into>(rows[s], k / 2);
+      const __m512i lanes = _mm512_add_epi32(pair_lanes, _mm512_set1_epi32(static_cast<int>(b)));
+      SHARDLM_UNROLL
+      for (int s = 0; s < S; ++s) {
+        // Bytes widened to 16 bits: the high nibble is the lane shifted, the low one masked.
+        const __m512i bytes = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[s] + k / 2)));
+        const __m512i low = _mm512_and_si512(bytes, low_nibbles);  // A0-15 B0-15
+        const __m512i high = _mm512_srli_epi16(bytes, 4);          // A16-31 B16-31
+        SHARDLM_UNROLL
+        for (int r = 0; r < R; ++r) {
+          const __m512i sums = _mm512_add_epi32(_mm512_madd_epi16(low, _mm512_loadu_si512(values[r] + k)),
+                                                _mm512_madd_epi16(high, _mm512_loadu_si512(values[r] + k + 32)));
+          acc[r][s] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), _mm512_permutexvar_ps(lanes, combined[r][s]),
+                                      acc[r][s]);
+        }
+      }
+    }
+    if (b < group) {  // an odd last block, in the int8 order
+      const int64_t k = (b0 + b) * block;
+      const __m512i one_block = _mm512_set1_epi32(static_cast<int>(b));
+      SHARDLM_UNROLL
+      for (int s = 0; s < S; ++s) {
+        const __m256i bytes = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[s] + k / 2)));
+        const __m512i both = _mm512_inserti64x4(
+            _mm512_castsi256_si512(_mm256_and_si256(bytes, _mm256_set1_epi16(0x0F))),
+            _mm256_and_si256(_mm256_srli_epi16(bytes, 4), _mm256_set1_epi16(0x0F)), 1);  // 0-15, 16-31
+        SHARDLM_UNROLL
+        for (int r = 0; r < R; ++r) {
+          const __m512i sums = _mm512_madd_epi16(both, _mm512_loadu_si512(values[r] + k));
+          acc[r][s] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), _mm512_permutexvar_ps(one_block, combined[r][s]),
+                                      acc[r][s]);
+        }
+      }
+    }
+  }
+  SHARDLM_UNROLL
+  for (int r = 0; r < R; ++r)
+    SHARDLM_UNROLL
+    for (int s = 0; s < S; ++s)
+      out[r * out_stride + o + s * part] = _mm512_reduce_add_ps(acc[r][s]) - 8 * _mm512_reduce_add_ps(offset[r][s]);
+}
+
 int64_t gemv_input_row_floats(DType weight_dtype, int64_t in) {
   if (weight_dtype == DType::i8) return int8_input_packer().gemv_input_row_floats(weight_dtype, in);
+  if (weight_dtype == DType::i4) return int4_gemv_row_floats(in);
   return weight_dtype == DType::bf16 ? in : 0;
 }
 
 void pack_gemv_input(const float* x, int64_t rows, int64_t in, DType weight_dtype, float* packed) {
   if (weight_dtype == DType::i8) int8_input_packer().pack_gemv_input(x, rows, in, weight_dtype, packed);
+  else if (weight_dtype == DType::i4) pack_int4_gemv_input(x, rows, in, packed);
   else if (weight_dtype == DType::bf16) pack_bf16_gemv_input(x, rows, in, packed);
 }
 
@@ -209,13 +322,14 @@ template <DType D, PrefetchInto Into>
 void gemv_typed(const float* x, int64_t rows, const WeightView& w, int64_t o_begin, int64_t o_end, float* out,
                 int64_t stride) {
   // Rows of x: f32 [in] (for bf16 weights, permuted), or the int8 packer's rows.
-  const int64_t row_floats = D == DType::i8 ? gemv_input_row_floats(D, w.in) : w.in;
+  const int64_t row_floats = avx2::block_quantized<D> ? gemv_input_row_floats(D, w.in) : w.in;
   avx2::for_gemv_row_groups(rows, [&](int64_t r, auto group) {
     constexpr int R = decltype(group)::value;
     const float* xr = x + r * row_floats;
     float* outr = out + r * stride;
     avx2::for_gemv_stream_tiles<D, R>(o_begin, o_end, [&]<int Streams>(int64_t o, int64_t part) {
-      if constexpr (D == DType::i8) gemv_int8_tile<R, Streams, Into>(xr, row_floats, w, o, part, outr, stride);
+      if constexpr (D == DType::i4) gemv_int4_tile<R, Streams, Into>(xr, row_floats, w, o, part, outr, stride);
+      else if constexpr (D == DType::i8) gemv_int8_tile<R, Streams, Into>(xr, row_floats, w, o, part, outr, stride);
       else gemv_tile<D, R, Streams, Into>(xr, w, o, part, outr, stride);
     });
   });

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backends/cpu/matmul_kernels.h"
+#include "core/quantize.h"
 #include "backends/cpu/simd.h"
 #include "core/dtype.h"
 #include "core/error.h"
@@ -20,6 +21,14 @@ constexpr int64_t chunk = 1024;  // a multiple of the quantization block
 
 // Elements [k0, k0 + count) of weight row `row` as f32.
 void widen_chunk(const WeightView& w, int64_t row, int64_t k0, int64_t count, float* destination) {
+  const uint16_t* scales = w.block_scales + row * (w.in / Tensor::quant_block);
+  if (w.dtype == DType::i4) {
+    const auto* values = static_cast<const uint8_t*>(w.data) + row * w.in / 2;
+    for (int64_t k = 0; k < count; ++k)
+      destination[k] = static_cast<float>(int4_value(values, k0 + k)) *
+                       f16_to_f32(scales[(k0 + k) / Tensor::quant_block]);
+    return;
+  }
   const size_t element_bytes = dtype_size(w.dtype);
   const std::byte* source =
       static_cast<const std::byte*>(w.data) + (row * w.in + k0) * static_cast<int64_t>(element_bytes);
@@ -28,7 +37,6 @@ void widen_chunk(const WeightView& w, int64_t row, int64_t k0, int64_t count, fl
     return;
   }
   const auto* values = reinterpret_cast<const int8_t*>(source);
-  const uint16_t* scales = w.block_scales + row * (w.in / Tensor::quant_block);
   for (int64_t k = 0; k < count; ++k)
     destination[k] = static_cast<float>(values[k]) * f16_to_f32(scales[(k0 + k) / Tensor::quant_block]);
 }

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "backends/cpu/reference_kernels.h"
+#include "core/quantize.h"
 
 namespace shardlm::backends::reference {
 
@@ -18,7 +19,14 @@ float load_f32(const Tensor& tensor, int64_t index) {
         return static_cast<float>(tensor.data<int8_t>()[index]) *
                f16_to_f32(tensor.block_scales().data<uint16_t>()[index / Tensor::quant_block]);
       [[fallthrough]];
-    default: fail("expected a floating-point or int8-quantized tensor, got ", tensor.describe());
+    case DType::i4:
+      if (tensor.dtype() == DType::i4 && tensor.quantized() && tensor.shape().rank() == 2) {
+        const int64_t in = tensor.shape()[1], row = index / in, k = index % in;
+        return static_cast<float>(int4_value(static_cast<const uint8_t*>(tensor.raw()) + row * in / 2, k)) *
+               f16_to_f32(tensor.block_scales().data<uint16_t>()[index / Tensor::quant_block]);
+      }
+      [[fallthrough]];
+    default: fail("expected a floating-point or int8/int4-quantized tensor, got ", tensor.describe());
   }
 }
 

@@ -60,6 +60,7 @@ std::string element_of(DType dtype) {
     case DType::i64: return "i64";
     case DType::i8: return "i8";
     case DType::u8: return "ui8";
+    case DType::i4: break;  // the weight loader keeps int4 on the CPU
   }
   fail("stablehlo: no element type for dtype ", dtype_name(dtype));
 }
