@@ -370,7 +370,7 @@ void bind_model(py::module_& m) {
                   py::arg("pjrt_plugin") = py::none(), py::arg("compile_cache_dir") = py::none(),
                   py::arg("memory_map_weights") = false,
                   "dtype: \"bfloat16\", \"float16\", \"float32\" or \"auto\" (as stored); device_map: \"cpu\", "
-                  "\"cuda[:N]\", \"tpu[:N]\", \"pjrt[:N]\" or \"auto\"; quantize: \"int8\".")
+                  "\"cuda[:N]\", \"tpu[:N]\", \"pjrt[:N]\" or \"auto\"; quantize: \"int8\" or \"int4\" (CPU).")
       .def("generate", &generate, py::arg("input_ids") = py::none(), py::arg("attention_mask") = py::none(),
            "Generates from input_ids [batch, length] (attention_mask marks padding): a numpy array [batch, "
            "length + new], the rows that stop early padded with pad_token_id. Keyword arguments as transformers' "

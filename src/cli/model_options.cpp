@@ -18,7 +18,7 @@ void add_model_options(CLI::App& command, ModelArguments& args) {
                      "(4 bits a weight and a float16 scale per 32, Q4_0's size; CPU only)")
       ->check(CLI::IsMember({"int8", "int4"}));
   command.add_option("--kv-cache-dtype", args.kv_cache_dtype,
-                     "KV cache element type: float32 or bfloat16 (default: bfloat16 for 16-bit or int8 weights, "
+                     "KV cache element type: float32 or bfloat16 (default: bfloat16 for 16-bit, int8 or int4 weights, "
                      "else float32)");
   command.add_option("--device", args.device,
                      "cpu, cuda[:N], tpu[:N] (libtpu), pjrt[:N] (the PJRT plugin of --pjrt-plugin), or auto "

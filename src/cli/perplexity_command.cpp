@@ -1,5 +1,6 @@
 // `shardlm perplexity`: a text file's perplexity under a model, computed as llama.cpp's
 // llama-perplexity computes it (generation/perplexity.h), so that the two read alike.
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -33,8 +34,9 @@ void run(PerplexityArguments& args) {
     fail(loaded.files.location(), " has no tokenizer this build reads: perplexity needs one to split the text");
   const std::vector<int64_t> tokens = loaded.tokenizer->encode(text, /*add_special_tokens=*/true);
   // BOS, where the tokenizer adds one, starts every chunk (llama-perplexity's rule).
+  const std::optional<int64_t> bos = detail::Access::impl(loaded.model).config.bos_token_id;
   const std::vector<int64_t> specials = loaded.tokenizer->encode("", /*add_special_tokens=*/true);
-  if (specials.size() == 1) args.options.bos_id = specials.front();
+  if (bos && std::find(specials.begin(), specials.end(), *bos) != specials.end()) args.options.bos_id = bos;
   const int64_t chunks = static_cast<int64_t>(tokens.size()) / args.options.context;
   if (loaded.prints_output())
     std::fprintf(stderr, "%s: %zu tokens, %lld chunks of %lld\n", args.file.c_str(), tokens.size(),

@@ -98,6 +98,8 @@ double quantize_int4_block(const float* values, uint8_t* nibbles, uint16_t* scal
     }
   }
   if (extreme == 0) best_error = 0;
+  // No candidate's scale fits f16: the caller's range check then names the row.
+  if (!std::isfinite(best_error)) best_bits = f32_to_f16(extreme / -8.0f);
   *scale_bits = best_bits;
   for (int j = 0; j < n / 2; ++j)
     nibbles[j] = static_cast<uint8_t>((best_q[j] + 8) | ((best_q[j + n / 2] + 8) << 4));

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -98,6 +99,9 @@ struct ClassDefaults {
   bool tie_word_embeddings = false;
   std::string hidden_act = "silu";
   bool gemma = false;  // Gemma3TextConfig: local rope base, window pattern, query_pre_attn_scalar
+  // Shape keys the class defaults (Gemma3TextConfig's: a multimodal Gemma 3's text_config
+  // states only what differs); elsewhere they are required.
+  std::map<std::string, int64_t> shapes{};
 };
 
 ClassDefaults defaults_for(const std::string& model_type) {
@@ -108,7 +112,9 @@ ClassDefaults defaults_for(const std::string& model_type) {
             .partial_rotary_factor = 0.5, .attention_bias = true};
   if (model_type == "gemma3_text")
     return {.head_dim = 256, .max_position_embeddings = 131072, .rope_theta = 1e6, .tie_word_embeddings = true,
-            .hidden_act = "gelu_pytorch_tanh", .gemma = true};
+            .hidden_act = "gelu_pytorch_tanh", .gemma = true,
+            .shapes = {{"vocab_size", 262208}, {"hidden_size", 2304}, {"intermediate_size", 9216},
+                       {"num_hidden_layers", 26}, {"num_attention_heads", 8}, {"num_key_value_heads", 4}}};
   return {};  // LlamaConfig
 }
 
@@ -244,7 +250,8 @@ json text_model_of_multimodal(const json& root, const std::string& source) {
   json text = *text_config;
   text["architectures"] = json::array({"Gemma3ForCausalLM"});
   if (!text.contains("model_type")) text["model_type"] = "gemma3_text";
-  for (const char* key : {"bos_token_id", "eos_token_id", "pad_token_id", "tie_word_embeddings", "dtype", "torch_dtype"})
+  for (const char* key : {"bos_token_id", "eos_token_id", "pad_token_id", "tie_word_embeddings", "dtype", "torch_dtype",
+                          "quantization_config"})
     if (root.contains(key) && (!text.contains(key) || text[key].is_null())) text[key] = root[key];
   return text;
 }
@@ -270,12 +277,21 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
   config.model_type = fields.string("model_type", "");
   ClassDefaults defaults = defaults_for(config.model_type);
 
-  config.vocab_size = fields.positive_int("vocab_size");
-  config.hidden_size = fields.positive_int("hidden_size");
-  config.intermediate_size = fields.positive_int("intermediate_size");
-  config.num_hidden_layers = fields.positive_int("num_hidden_layers");
-  config.num_attention_heads = fields.positive_int("num_attention_heads");
-  config.num_key_value_heads = fields.optional_int("num_key_value_heads").value_or(config.num_attention_heads);
+  const auto shape = [&](const std::string& key) {
+    const auto fallback = defaults.shapes.find(key);
+    return fields.find(key) || fallback == defaults.shapes.end() ? fields.positive_int(key) : fallback->second;
+  };
+  config.vocab_size = shape("vocab_size");
+  config.hidden_size = shape("hidden_size");
+  config.intermediate_size = shape("intermediate_size");
+  config.num_hidden_layers = shape("num_hidden_layers");
+  if (config.num_hidden_layers > 4096)
+    fail(source, ": num_hidden_layers is ", config.num_hidden_layers, ", more than any model has (4096)");
+  config.num_attention_heads = shape("num_attention_heads");
+  config.num_key_value_heads = fields.optional_int("num_key_value_heads")
+                                   .value_or(defaults.shapes.contains("num_key_value_heads")
+                                                 ? defaults.shapes.at("num_key_value_heads")
+                                                 : config.num_attention_heads);
   if (config.num_key_value_heads <= 0 || config.num_attention_heads % config.num_key_value_heads != 0)
     fail(source, ": num_attention_heads (", config.num_attention_heads,
          ") must be a positive multiple of num_key_value_heads (", config.num_key_value_heads, ")");

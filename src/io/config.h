@@ -66,10 +66,6 @@ struct ModelConfig {
   int64_t attention_window(int64_t layer) const {
     return layer_types[layer] == "sliding_attention" ? sliding_window : 0;
   }
-  // The rope of layer `layer`.
-  const RopeConfig& rope_of(int64_t layer) const {
-    return sliding_rope && layer_types[layer] == "sliding_attention" ? *sliding_rope : rope;
-  }
 };
 
 inline constexpr const char* int8_quant_method = "shardlm_int8";

@@ -84,17 +84,25 @@ void unpermute_rows(Tensor& weight, int64_t heads, const std::string& where) {
                     columns * sizeof(float));
 }
 
+// More layers than any model has: a block_count past it is a corrupt or hostile file.
+constexpr int64_t max_layers = 4096;
+
 // What llama.cpp (0.5.0, llama-model.cpp) fixes for gemma3 rather than reading from the file:
 // every 6th layer global, the others sliding with rope base 10000, and attention scaled by
-// key_length^-0.5 (transformers' query_pre_attn_scalar; head_dim for every size but 27B's).
+// key_length^-0.5, but for the 62-layer 27B by (hidden / heads)^-0.5 (transformers'
+// query_pre_attn_scalar, 168 there).
 void add_gemma_config(const GgufFile& file, nlohmann::json& config) {
   const int64_t layers = config["num_hidden_layers"].get<int64_t>();
+  if (layers <= 0 || layers > max_layers)
+    fail(file.source_name(), ": gemma3.block_count is ", layers, ": expected 1 to ", max_layers);
   nlohmann::json types = nlohmann::json::array();
   for (int64_t i = 0; i < layers; ++i) types.push_back((i + 1) % 6 != 0 ? "sliding_attention" : "full_attention");
   config["layer_types"] = std::move(types);
   config["sliding_window"] = file.get_integer("gemma3.attention.sliding_window");
   config["rope_local_base_freq"] = 10000.0;
-  config["query_pre_attn_scalar"] = config["head_dim"];
+  config["query_pre_attn_scalar"] =
+      layers == 62 ? config["hidden_size"].get<int64_t>() / config["num_attention_heads"].get<int64_t>()
+                   : config["head_dim"].get<int64_t>();
   config["hidden_activation"] = "gelu_pytorch_tanh";
   config.erase("hidden_act");
   if (file.contains("gemma3.final_logit_softcapping"))
@@ -118,6 +126,9 @@ std::string gguf_config_json(const GgufFile& file) {
          "' is not read from GGUF yet");
   const int64_t heads = integer("attention.head_count");
   const int64_t hidden = integer("embedding_length");
+  if (heads <= 0 || hidden <= 0)
+    fail(file.source_name(), ": ", prefix, "attention.head_count (", heads, ") and ", prefix, "embedding_length (",
+         hidden, ") must be positive");
   // The vocabulary size: stated, else the embedding's rows, else the tokens listed.
   int64_t vocab_size = 0;
   if (file.contains(prefix + "vocab_size"))

@@ -149,7 +149,9 @@ json byte_level_bpe(const GgufFile& file, const Vocabulary& vocabulary) {
 
 // llama.cpp's SentencePiece rule as BPE merges: every split of every token into two tokens
 // is a merge, ranked by the joined token's score, highest first (llama.cpp joins the
-// adjacent pair of highest score; equal ranks go leftmost first in both).
+// adjacent pair of highest score, the leftmost among equal scores, as BPE does among equal
+// ranks). Different tokens of one score rank here by id, where llama.cpp would take the
+// leftmost: Gemma's normal tokens all have scores of their own.
 std::vector<std::pair<std::string, std::string>> sentencepiece_merges(const GgufFile& file,
                                                                        const Vocabulary& vocabulary) {
   const std::vector<double> scores = file.get_numbers("tokenizer.ggml.scores");

@@ -60,6 +60,7 @@ float embedding_scale(int64_t hidden_size, DType table_dtype) {
 }  // namespace
 
 std::unique_ptr<CausalLM> create_decoder(const io::ModelConfig& config, WeightLoader& loader, const DecoderSpec& spec) {
+  activation_of(config);  // an unsupported one fails before any weight is read
   const int64_t hidden = config.hidden_size;
   const auto norm = [&](const std::string& prefix, const std::string& name) {
     return name.empty() ? Tensor() : load_norm(loader, prefix + "." + name + ".weight", hidden, spec.norm_plus_one);
@@ -93,8 +94,13 @@ DecoderLM::DecoderLM(io::ModelConfig config, const DecoderSpec& spec, DecoderWei
       weight_bytes_(weight_bytes) {
   if (config_.sliding_rope)
     sliding_rotary_ = make_rotary_embedding(config_, *config_.sliding_rope, spec.interleaved_rope);
-  if (spec.scale_embeddings)
-    embedding_scale_ = embedding_scale(config_.hidden_size, weights_.embed_tokens.table.dtype());
+  // Rounded as transformers would, in the weights' dtype: the table's, or, for a table
+  // quantized at load, the checkpoint's.
+  if (spec.scale_embeddings) {
+    const DType table = weights_.embed_tokens.table.dtype();
+    embedding_scale_ = embedding_scale(config_.hidden_size,
+                                       is_floating(table) ? table : config_.torch_dtype.value_or(DType::f32));
+  }
 }
 
 Value DecoderLM::layer_forward(Builder& builder, StepContext& step, size_t index, LayerCache& cache, Value x) const {

@@ -203,9 +203,10 @@ Tensor WeightLoader::finish_loading(Tensor tensor, const std::string& name) {
 }
 
 Tensor WeightLoader::place(Tensor tensor, const std::string& name) {
-  if (tensor.dtype() == DType::i4 && options_.device && options_.device->device().kind != DeviceKind::cpu)
+  if ((tensor.dtype() == DType::i4 || options_.quantize_int4) && options_.device &&
+      options_.device->device().kind != DeviceKind::cpu)
     fail("tensor '", name, "' is int4, and only the CPU backend has int4 kernels; ", options_.device->name(),
-         " has none: run int4 weights with --device cpu, or use --quantize int8 or the float weights there");
+         " has none: run int4 weights with --device cpu, or the float weights there");
   const bool on_host = !options_.device || options_.device->device().kind == DeviceKind::cpu;
   if (on_host && (tensor.writable() || options_.copy_mapped_weights)) tensor = in_huge_pages(tensor);
   if (!matrix_dtype_ && tensor.shape().rank() == 2) matrix_dtype_ = tensor.dtype();

@@ -62,7 +62,7 @@ TEST(BenchCommand, RejectsBadArguments) {
   auto result = run_shardlm("bench -r 0");
   EXPECT_NE(result.exit_code, 0);
   EXPECT_NE(result.err.find("--repetitions"), std::string::npos) << result.err;
-  result = run_shardlm("bench --quantize int4");
+  result = run_shardlm("bench --quantize int3");
   EXPECT_NE(result.exit_code, 0);
   EXPECT_NE(result.err.find("int8"), std::string::npos) << result.err;
 }

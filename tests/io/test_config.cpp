@@ -62,14 +62,36 @@ TEST(ModelConfig, Gemma3InTransformers5And4Keys) {
     ASSERT_TRUE(config->sliding_rope.has_value());
     EXPECT_EQ(config->sliding_rope->rope_type, "default");
     EXPECT_DOUBLE_EQ(config->sliding_rope->theta, 1e4);
-    EXPECT_EQ(&config->rope_of(0), &*config->sliding_rope);
-    EXPECT_EQ(&config->rope_of(1), &config->rope);
     EXPECT_EQ(config->query_pre_attn_scalar, 20.0);
     EXPECT_EQ(config->final_logit_softcapping, 1.0);
     EXPECT_EQ(config->hidden_act, "gelu_pytorch_tanh");
     EXPECT_EQ(config->head_dim, 24);
     EXPECT_TRUE(config->tie_word_embeddings);
   }
+}
+
+// A multimodal Gemma 3 config as google/gemma-3-4b-it's: text_config states only what
+// differs from Gemma3TextConfig, and the top level carries the token ids.
+TEST(ModelConfig, Gemma3MultimodalConfigStatesOnlyWhatDiffers) {
+  const ModelConfig config = parse_model_config(R"({"architectures": ["Gemma3ForConditionalGeneration"],
+      "model_type": "gemma3", "eos_token_id": [1, 106], "boi_token_index": 255999,
+      "text_config": {"hidden_size": 2560, "intermediate_size": 10240, "model_type": "gemma3_text",
+                      "num_hidden_layers": 34, "rope_scaling": {"factor": 8.0, "rope_type": "linear"},
+                      "sliding_window": 1024},
+      "vision_config": {"model_type": "siglip_vision_model"}})", "c");
+  EXPECT_EQ(config.architectures, std::vector<std::string>{"Gemma3ForCausalLM"});
+  EXPECT_EQ(config.vocab_size, 262208);
+  EXPECT_EQ(config.num_attention_heads, 8);
+  EXPECT_EQ(config.num_key_value_heads, 4);
+  EXPECT_EQ(config.head_dim, 256);
+  EXPECT_EQ(config.hidden_size, 2560);
+  EXPECT_EQ(config.eos_token_id, (std::vector<int64_t>{1, 106}));
+  EXPECT_EQ(config.rope.rope_type, "linear");
+  EXPECT_DOUBLE_EQ(config.sliding_rope->factor, 1.0);  // the scaling is the global layers' alone
+  EXPECT_EQ(config.layer_types[5], "full_attention");
+  EXPECT_THROW(parse_model_config(R"({"architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3"})",
+                                  "c"),
+               Error);
 }
 
 // What Gemma3TextConfig sets when a key is absent, and what cannot run.

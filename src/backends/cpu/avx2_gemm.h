@@ -12,6 +12,7 @@
 #include "backends/cpu/matmul_kernels.h"
 #include "backends/cpu/vector_math.h"
 #include "core/dtype.h"
+#include "core/error.h"
 #include "core/quantize.h"
 
 // Register tiles live in small arrays indexed by compile-time loops; fully unrolled,
@@ -46,7 +47,8 @@ void with_dtype(DType dtype, Body body) {
     case DType::bf16: return body(std::integral_constant<DType, DType::bf16>{});
     case DType::f16: return body(std::integral_constant<DType, DType::f16>{});
     case DType::i4: return body(std::integral_constant<DType, DType::i4>{});
-    default: return body(std::integral_constant<DType, DType::i8>{});
+    case DType::i8: return body(std::integral_constant<DType, DType::i8>{});
+    default: fail("the matmul kernels take f32, bf16, f16, int8 or int4 weights, not ", dtype_name(dtype));
   }
 }
 
