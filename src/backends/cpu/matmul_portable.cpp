@@ -21,8 +21,8 @@ constexpr int64_t chunk = 1024;  // a multiple of the quantization block
 
 // Elements [k0, k0 + count) of weight row `row` as f32.
 void widen_chunk(const WeightView& w, int64_t row, int64_t k0, int64_t count, float* destination) {
-  const uint16_t* scales = w.block_scales + row * (w.in / Tensor::quant_block);
   if (w.dtype == DType::i4) {
+    const uint16_t* scales = w.block_scales + row * (w.in / Tensor::quant_block);
     const auto* values = static_cast<const uint8_t*>(w.data) + row * w.in / 2;
     for (int64_t k = 0; k < count; ++k)
       destination[k] = static_cast<float>(int4_value(values, k0 + k)) *
@@ -37,6 +37,7 @@ void widen_chunk(const WeightView& w, int64_t row, int64_t k0, int64_t count, fl
     return;
   }
   const auto* values = reinterpret_cast<const int8_t*>(source);
+  const uint16_t* scales = w.block_scales + row * (w.in / Tensor::quant_block);
   for (int64_t k = 0; k < count; ++k)
     destination[k] = static_cast<float>(values[k]) * f16_to_f32(scales[(k0 + k) / Tensor::quant_block]);
 }
