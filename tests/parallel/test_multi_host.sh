@@ -28,9 +28,10 @@ launch() {  # launch NPROC_PER_NODE COMMAND...: from host node-a, over both host
     --mca "plm_rsh_agent=$(netns_agent)" -- "$@"
 }
 
-# --- correctness: every fixture and stories260K, tp 2 and 4, compiled and eager -----------
+# --- correctness: the fixtures and stories260K, tp 2 and 4, compiled and eager ------------
 models=(embedded:stories260K)
-for dir in "$data"/fixtures/*/; do models+=("${dir%/}"); done
+# gemma3-tiny-bf16 is gemma3-tiny's weights rounded: across hosts it adds time, not a case.
+for dir in "$data"/fixtures/*/; do [[ $dir == */gemma3-tiny-bf16/ ]] || models+=("${dir%/}"); done
 ids=(--input-ids 1,5,9,13,17,21,25,29 -n 12 --greedy --output ids)
 for model in "${models[@]}"; do
   name=$(basename "$model")
