@@ -45,34 +45,37 @@ struct Case {
   int64_t rows, in, out_features;
 };
 
-std::vector<Case> cases() {
+std::vector<Case> cases(DType dtype) {
   std::vector<Case> all;
-  for (DType dtype : {DType::f32, DType::bf16, DType::f16, DType::i8, DType::i4})
-    for (int64_t rows : {1, 2, 3, 4, 5, 7, 12, 13, 17, 32, 64, 100})
-      for (int64_t in : {67, 88, 96, 544, 1056}) {  // 1056: two portable widening chunks
-        if ((dtype == DType::i8 || dtype == DType::i4) && in % Tensor::quant_block) continue;
-        // int4 runs the gemm loops the other types do and gemv tiles of its own: row counts
-        // that reach each (gemv row groups of 1, 3 and 4 and a 4 + 1 split; gemm tiles), over
-        // an odd number of blocks (its two-block steps and the one left) short and long.
-        if (dtype == DType::i4 && ((rows != 1 && rows != 3 && rows != 4 && rows != 5 && rows != 13 && rows != 64) ||
-                                   in == 544))
-          continue;
-        for (int64_t out_features : {45, 290}) all.push_back({dtype, rows, in, out_features});
-      }
+  for (int64_t rows : {1, 2, 3, 4, 5, 7, 12, 13, 17, 32, 64, 100})
+    for (int64_t in : {67, 88, 96, 544, 1056}) {  // 1056: two portable widening chunks
+      if ((dtype == DType::i8 || dtype == DType::i4) && in % Tensor::quant_block) continue;
+      // int4 runs the gemm loops the other types do and gemv tiles of its own: row counts
+      // that reach each (gemv row groups of 1, 3 and 4 and a 4 + 1 split; gemm tiles), over
+      // an odd number of blocks (its two-block steps and the one left) short and long.
+      if (dtype == DType::i4 && ((rows != 1 && rows != 3 && rows != 4 && rows != 5 && rows != 13 && rows != 64) ||
+                                 in == 544))
+        continue;
+      for (int64_t out_features : {45, 290}) all.push_back({dtype, rows, in, out_features});
+    }
   return all;
 }
 
-TEST(MatmulKernels, EveryTableMatchesTheReference) {
+// One test a weight dtype, so that CTest runs them side by side; each case's reference is
+// computed once and every table checked against it.
+class EveryTable : public ::testing::TestWithParam<DType> {};
+
+TEST_P(EveryTable, MatchesTheReference) {
   std::mt19937 random(7);
   ASSERT_GE(available_matmul_kernels().size(), 1u);
-  for (const MatmulKernels* table : available_matmul_kernels())
-    for (const Case& c : cases()) {
-      Tensor x = random_tensor({c.rows, c.in}, DType::f32, random);
-      Tensor weight = random_weight(c.dtype, c.out_features, c.in, random);
-      Tensor expected = Tensor::zeros({c.rows, c.out_features}, DType::f32);
-      reference::linear(x, weight, Tensor(), expected);
-      // Columns [3, out - 2) only: the kernels must honour the range and leave the rest.
-      const int64_t begin = 3, end = c.out_features - 2;
+  for (const Case& c : cases(GetParam())) {
+    Tensor x = random_tensor({c.rows, c.in}, DType::f32, random);
+    Tensor weight = random_weight(c.dtype, c.out_features, c.in, random);
+    Tensor expected = Tensor::zeros({c.rows, c.out_features}, DType::f32);
+    reference::linear(x, weight, Tensor(), expected);
+    // Columns [3, out - 2) only: the kernels must honour the range and leave the rest.
+    const int64_t begin = 3, end = c.out_features - 2;
+    for (const MatmulKernels* table : available_matmul_kernels())
       for (bool use_gemm : {false, true}) {
         if (!use_gemm && c.rows > gemv_max_rows) continue;
         Tensor actual = Tensor::zeros({c.rows, c.out_features}, DType::f32);
@@ -80,8 +83,8 @@ TEST(MatmulKernels, EveryTableMatchesTheReference) {
         std::copy(sentinel.begin(), sentinel.end(), actual.mutable_data<float>());
         std::vector<float> packed;
         if (use_gemm)
-          table->gemm(gemm_input(*table, c.dtype, x.data<float>(), c.rows, c.in, packed), c.rows, WeightView::of(weight), begin,
-                      end, actual.mutable_data<float>(), c.out_features);
+          table->gemm(gemm_input(*table, c.dtype, x.data<float>(), c.rows, c.in, packed), c.rows,
+                      WeightView::of(weight), begin, end, actual.mutable_data<float>(), c.out_features);
         else
           table->gemv(gemv_input(*table, c.dtype, x.data<float>(), c.rows, c.in, packed), c.rows,
                       WeightView::of(weight), begin, end, actual.mutable_data<float>(), c.out_features);
@@ -107,8 +110,14 @@ TEST(MatmulKernels, EveryTableMatchesTheReference) {
             << table->isa << (use_gemm ? " gemm " : " gemv ") << dtype_name(c.dtype) << " rows " << c.rows
             << " in " << c.in << " out " << c.out_features;
       }
-    }
+  }
 }
+
+INSTANTIATE_TEST_SUITE_P(MatmulKernels, EveryTable,
+                         ::testing::Values(DType::f32, DType::bf16, DType::f16, DType::i8, DType::i4),
+                         [](const ::testing::TestParamInfo<DType>& info) {
+                           return std::string(dtype_name(info.param));
+                         });
 
 // With activations that are bf16 values already, the rounding of the tables that round
 // (AMX, AVX512-BF16) is exact, so only the sums' order is left: their tiles, pair
