@@ -7,11 +7,16 @@ For each prompt: whether shardlm's tokenization equals llama.cpp's
 (tests/data/gguf/llama_cpp_tokenize.cpp); how many leading tokens of shardlm's greedy
 continuation (48 tokens, f32 activations) agree with each reference's; and where they part,
 the float reference's logit margin between the two tokens, on the common prefix (a parting at
-a near-tie is expected, at a wide margin it is a bug). Run by bench/gemma3_gguf.sh.
+a near-tie is expected, at a wide margin it is a bug). f32 activations: the AVX-512 table
+where this CPU has it (the AVX512-BF16 and AMX tables' prefill over the file's Q8_0 and
+Q5_0 weights, run as int8, rounds the activations to int8 or bf16 as llama.cpp's does) and a
+float32 KV cache; the last column is the leading agreement with the float reference of
+shardlm as it runs by default. Run by bench/gemma3_gguf.sh.
     python3 bench/gemma3_compare.py GGUF SHARDLM LLAMA_CPP_GREEDY LLAMA_CPP_TOKENIZE
 """
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -63,6 +68,18 @@ def leading(a, b):
     return n
 
 
+def f32_activations(shardlm):
+    """The environment that keeps shardlm's activations f32 (see the module's docstring)."""
+    tables = run([shardlm, "devices"])
+    return dict(os.environ, SHARDLM_CPU_KERNELS="avx512") if re.search(r"avx512[,)]", tables) else None
+
+
+def generate(shardlm, gguf, ids, *flags, env=None):
+    command = [shardlm, "generate", "-m", gguf, "--input-ids", ids, "-n", str(STEPS), "--greedy", "--output", "ids"]
+    out = subprocess.run(command + list(flags), check=True, capture_output=True, text=True, env=env).stdout
+    return [int(i) for i in out.strip().split(",")]
+
+
 def main(gguf, shardlm, greedy, tokenize):
     directory, name = os.path.split(os.path.abspath(gguf))
     model = transformers.AutoModelForCausalLM.from_pretrained(directory, gguf_file=name, dtype=torch.float32).eval()
@@ -73,8 +90,8 @@ def main(gguf, shardlm, greedy, tokenize):
         same_tokens = ours_text_ids == llama_cpp_ids(tokenize, gguf, text)
         prompt = [2] + ours_text_ids  # BOS, as the vocabulary's add_bos_token says
         ids = ",".join(map(str, prompt))
-        ours = [int(i) for i in run([shardlm, "generate", "-m", gguf, "--input-ids", ids, "-n", str(STEPS),
-                                     "--greedy", "--output", "ids"]).strip().split(",")]
+        ours = generate(shardlm, gguf, ids, "--kv-cache-dtype", "float32", env=f32_activations(shardlm))
+        ours_by_default = generate(shardlm, gguf, ids)
         llama = [int(i) for i in run([greedy, gguf, str(STEPS), ids]).strip().split(",")]
         with torch.no_grad():
             out = model.generate(torch.tensor([prompt]), max_new_tokens=STEPS, do_sample=False,
@@ -94,7 +111,8 @@ def main(gguf, shardlm, greedy, tokenize):
         rows.append({"prompt": index + 1, "prompt_tokens": len(prompt), "tokenization_equals_llama_cpp": same_tokens,
                      "agree_with_float": float_agree, "float_margin_at_parting": margin(reference),
                      "agree_with_llama_cpp": llama_agree, "margin_at_parting_from_llama_cpp": margin(llama),
-                     "float_agrees_with_llama_cpp": leading(reference, llama)})
+                     "float_agrees_with_llama_cpp": leading(reference, llama),
+                     "by_default_agree_with_float": leading(ours_by_default, reference)})
         print(json.dumps(rows[-1]), flush=True)
     print(f"shardlm equals the float reference on the first {LEADING} tokens of {float_wins} of {len(prompts)} "
           f"prompts; tokenization equals llama.cpp's on "

@@ -11,7 +11,8 @@
 #     weights dequantized to float32 (a pinned venv, bench/gemma3-reference-requirements.txt,
 #     about 3 GB) and llama.cpp (bench/gemma3_compare.py), then `shardlm perplexity` and
 #     llama-perplexity on the same 8 chunks of 512 tokens of /usr/share/common-licenses/GPL-3,
-#     in turns. Nothing here runs in CI.
+#     in turns; then speed, llama-bench and `shardlm bench` in turns on the file at two
+#     threads: pp512, and tg128 after a 64-token prompt. Nothing here runs in CI.
 #   bash bench/gemma3_gguf.sh [WORK_DIR (/tmp/shardlm-gemma3)] [LLAMA_BIN]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -64,4 +65,20 @@ for turn in 1 2; do
   echo "turn $turn, $(date -u +%H:%M) UTC"
   "$llama_bin/llama-perplexity" -m "$file" -f "$text" -c 512 --chunks 8 -t "$(nproc)" 2>&1 | grep "Final estimate"
   build/bin/shardlm perplexity -m "$file" -f "$text" --ctx 512 --chunks 8 2>/dev/null
+done
+echo "| time (UTC) | llama.cpp pp512 | shardlm pp512 | ratio | llama.cpp tg128 | shardlm tg128 | ratio |"
+echo "|---|---|---|---|---|---|---|"
+for turn in 1 2; do
+  llama_pp=$("$llama_bin/llama-bench" -m "$file" -t 2 -r 3 -p 512 -n 0 -o json 2>/dev/null)
+  llama_tg=$("$llama_bin/llama-bench" -m "$file" -t 2 -r 3 -p 0 -n 128 -d 64 -o json 2>/dev/null)
+  ours=$(build/bin/shardlm bench --model "$file" --threads 2 -p 512 -n 128 --tg-prompt 64 -r 3 --output json \
+    2>/dev/null | grep '^{' | tail -1)
+  python3 - "$(date -u +%H:%M)" "$llama_pp" "$llama_tg" "$ours" <<'TABLE'
+import json, sys
+when, pp, tg, ours = sys.argv[1], json.loads(sys.argv[2])[0], json.loads(sys.argv[3])[0], json.loads(sys.argv[4])
+print(f"| {when} | {pp['avg_ts']:.1f} ± {pp['stddev_ts']:.1f} "
+      f"| {ours['pp_tok_s']:.1f} ± {ours['pp_tok_s_stddev']:.1f} "
+      f"| {ours['pp_tok_s'] / pp['avg_ts']:.2f} | {tg['avg_ts']:.1f} ± {tg['stddev_ts']:.1f} "
+      f"| {ours['tg_tok_s']:.1f} ± {ours['tg_tok_s_stddev']:.1f} | {ours['tg_tok_s'] / tg['avg_ts']:.2f} |")
+TABLE
 done

@@ -9,6 +9,7 @@
 #include "api/impl.h"
 #include "cli/commands.h"
 #include "cli/model_options.h"
+#include "core/ggml_blocks.h"
 #include "core/quantize.h"
 #include "models/weights.h"
 
@@ -34,6 +35,8 @@ void run(const QuantizeArguments& args) {
   size_t before = 0, after = 0, quantized = 0;
   for (const std::string& name : checkpoint.names()) {
     Tensor tensor = checkpoint.tensor(name);
+    // A GGUF file's quantized weights are requantized from the values they stand for.
+    if (checkpoint.from_gguf() && !is_floating(tensor.dtype())) tensor = dequantize_weight(tensor);
     before += tensor.nbytes();
     if (is_floating(tensor.dtype()) && quantizable(tensor.shape())) {
       tensor = args.bits == 4 && !keeps_eight_bits_under_int4(name) ? quantize_int4(tensor) : quantize_int8(tensor);

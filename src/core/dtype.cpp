@@ -13,12 +13,18 @@ size_t dtype_size(DType dtype) {
     case DType::i64: return 8;
     case DType::i8: case DType::u8: return 1;
     case DType::i4: fail("int4 elements have no whole-byte size: two share a byte");
+    case DType::q4_k:
+    case DType::q6_k: fail(dtype_name(dtype), " elements have no whole-byte size: 256 share a block");
   }
   return 0;
 }
 
 size_t dtype_bytes(DType dtype, int64_t count) {
   if (dtype == DType::i4) return static_cast<size_t>(count + 1) / 2;
+  if (is_ggml_blocks(dtype)) {
+    SHARDLM_CHECK(count % 256 == 0, count, " ", dtype_name(dtype), " values are not whole blocks of 256");
+    return static_cast<size_t>(count / 256) * (dtype == DType::q4_k ? 144 : 210);
+  }
   return static_cast<size_t>(count) * dtype_size(dtype);
 }
 
@@ -32,6 +38,8 @@ std::string_view dtype_name(DType dtype) {
     case DType::i8: return "int8";
     case DType::u8: return "uint8";
     case DType::i4: return "int4";
+    case DType::q4_k: return "Q4_K";
+    case DType::q6_k: return "Q6_K";
   }
   return "?";
 }
@@ -49,6 +57,8 @@ DType parse_dtype(std::string_view name) {
 }
 
 bool is_floating(DType dtype) { return dtype == DType::f32 || dtype == DType::bf16 || dtype == DType::f16; }
+
+bool is_ggml_blocks(DType dtype) { return dtype == DType::q4_k || dtype == DType::q6_k; }
 
 float f16_to_f32(uint16_t bits) {
   uint32_t sign = uint32_t(bits & 0x8000u) << 16;

@@ -119,6 +119,22 @@ void decode_q6_k(const std::byte* block, float* out) {
   }
 }
 
+// Q8_0's and Q5_0's codes as int8 values and their scale bits.
+void to_int8(GgmlType type, const std::byte* block, int8_t* codes, uint16_t* scale) {
+  *scale = read_u16(block);
+  if (type == GgmlType::q8_0) {
+    std::memcpy(codes, block + 2, 32);
+    return;
+  }
+  uint32_t high;
+  std::memcpy(&high, block + 2, sizeof high);
+  const auto* low = reinterpret_cast<const uint8_t*>(block + 6);
+  for (int j = 0; j < 16; ++j) {
+    codes[j] = static_cast<int8_t>(((low[j] & 0x0F) | (((high >> j) << 4) & 0x10)) - 16);
+    codes[j + 16] = static_cast<int8_t>(((low[j] >> 4) | ((high >> (j + 12)) & 0x10)) - 16);
+  }
+}
+
 }  // namespace
 
 std::optional<GgmlTypeInfo> ggml_type_info(uint32_t id) {
@@ -150,6 +166,62 @@ void dequantize_ggml(GgmlType type, const std::byte* blocks, float* out, int64_t
       case GgmlType::q6_k: decode_q6_k(block, values); break;
     }
   }
+}
+
+Tensor ggml_weight(GgmlType type, std::shared_ptr<const void> owner, const std::byte* blocks, const Shape& shape) {
+  const int64_t elements = shape.numel(), length = shape.rank() ? shape[shape.rank() - 1] : 1;
+  const auto view = [&](DType dtype) { return Tensor::wrap(owner, blocks, shape, dtype, /*writable=*/false); };
+  switch (type) {
+    case GgmlType::f32: return view(DType::f32);
+    case GgmlType::f16: return view(DType::f16);
+    case GgmlType::bf16: return view(DType::bf16);
+    case GgmlType::q4_k: return view(DType::q4_k);
+    case GgmlType::q6_k: return view(DType::q6_k);
+    case GgmlType::q8_0:
+    case GgmlType::q5_0:
+    case GgmlType::q4_0: break;
+  }
+  SHARDLM_CHECK(shape.rank() == 2 && length % Tensor::quant_block == 0, "a ", ggml_type_info(uint32_t(type))->name,
+                " weight must be [rows, whole blocks of 32], not ", shape.to_string());
+  const int64_t block_count = elements / Tensor::quant_block;
+  const int64_t block_bytes = ggml_type_info(static_cast<uint32_t>(type))->block_bytes;
+  Tensor scales = Tensor::empty({shape[0], length / Tensor::quant_block}, DType::f16);
+  auto* scale = scales.mutable_data<uint16_t>();
+  if (type == GgmlType::q4_0) {  // int4 keeps Q4_0's nibbles (core/quantize.h)
+    Tensor values = Tensor::empty(shape, DType::i4);
+    auto* nibbles = static_cast<std::byte*>(values.mutable_raw());
+    for (int64_t b = 0; b < block_count; ++b) {
+      scale[b] = read_u16(blocks + b * block_bytes);
+      std::memcpy(nibbles + b * 16, blocks + b * block_bytes + 2, 16);
+    }
+    return values.with_block_scales(std::move(scales));
+  }
+  Tensor values = Tensor::empty(shape, DType::i8);
+  auto* codes = values.mutable_data<int8_t>();
+  for (int64_t b = 0; b < block_count; ++b) to_int8(type, blocks + b * block_bytes, codes + b * 32, scale + b);
+  return values.with_block_scales(std::move(scales));
+}
+
+Tensor dequantize_weight(const Tensor& weight) {
+  if (is_floating(weight.dtype())) return weight.to_dtype(DType::f32);
+  Tensor out = Tensor::empty(weight.shape(), DType::f32);
+  float* values = out.mutable_data<float>();
+  const int64_t elements = weight.numel();
+  if (is_ggml_blocks(weight.dtype())) {
+    dequantize_ggml(weight.dtype() == DType::q4_k ? GgmlType::q4_k : GgmlType::q6_k,
+                    static_cast<const std::byte*>(weight.raw()), values, elements);
+    return out;
+  }
+  SHARDLM_CHECK(weight.quantized(), "cannot decode ", weight.describe(), ": not a float or block-quantized weight");
+  const uint16_t* scales = weight.block_scales().data<uint16_t>();
+  const auto* bytes = static_cast<const uint8_t*>(weight.raw());
+  for (int64_t i = 0; i < elements; ++i) {
+    const int code = weight.dtype() == DType::i8 ? static_cast<int8_t>(bytes[i])
+                                                 : ((i % 32) < 16 ? bytes[i / 32 * 16 + i % 16] & 0x0F
+                                                                  : bytes[i / 32 * 16 + i % 16] >> 4) - 8;
+    values[i] = static_cast<float>(code) * f16_to_f32(scales[i / Tensor::quant_block]);
+  }
+  return out;
 }
 
 }  // namespace shardlm

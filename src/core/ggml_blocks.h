@@ -10,6 +10,8 @@
 #include <optional>
 #include <string>
 
+#include "core/tensor.h"
+
 namespace shardlm {
 
 enum class GgmlType : uint32_t {
@@ -40,5 +42,17 @@ std::string readable_ggml_types();
 // Decodes `elements` values (a whole number of blocks) stored as `type` into f32.
 // The scalar reference: every faster decoder is checked against it.
 void dequantize_ggml(GgmlType type, const std::byte* blocks, float* out, int64_t elements);
+
+// A weight [rows, row length] stored as `type`, as the CPU kernels read it, every value
+// the same number the file's blocks stand for: F32, F16, BF16, Q4_K and Q6_K are `blocks`
+// themselves (a view of them, kept alive by `owner`; q4_k, q6_k tensors for the k-quants);
+// Q8_0 and Q5_0 become int8 and Q4_0 int4 values with their f16 scales beside them (a copy:
+// the same codes and scale bits, the scale moved out of each block; Q5_0's 5-bit codes in
+// 8 bits). The k-quants' own scales are 6- and 8-bit factors of a super-block's, which no
+// f16 scale per 32 values reproduces.
+Tensor ggml_weight(GgmlType type, std::shared_ptr<const void> owner, const std::byte* blocks, const Shape& shape);
+
+// `weight` (float, int8 or int4 with block scales, q4_k or q6_k) decoded to a new f32 tensor.
+Tensor dequantize_weight(const Tensor& weight);
 
 }  // namespace shardlm

@@ -318,11 +318,25 @@ std::span<const std::byte> GgufFile::tensor_bytes(const std::string& name) const
   return {data_section_ + info.offset, info.bytes};
 }
 
-Tensor GgufFile::dequantized(const std::string& name) const {
+const GgufTensorInfo& GgufFile::readable_tensor_info(const std::string& name) const {
   const GgufTensorInfo& info = tensor_info(name);
   if (!info.type.readable)
     fail(source_name_, ": tensor '", name, "' is ", info.type.name, ", which shardlm cannot read (it reads ",
          readable_ggml_types(), "): convert the file with llama.cpp's llama-quantize to one of those");
+  return info;
+}
+
+Tensor GgufFile::weight(const std::string& name) const {
+  const GgufTensorInfo& info = readable_tensor_info(name);
+  try {
+    return ggml_weight(static_cast<GgmlType>(info.type.id), region_.owner, tensor_bytes(name).data(), info.shape());
+  } catch (const Error& error) {
+    fail(source_name_, ": tensor '", name, "': ", error.what());
+  }
+}
+
+Tensor GgufFile::dequantized(const std::string& name) const {
+  const GgufTensorInfo& info = readable_tensor_info(name);
   Tensor out = Tensor::empty(info.shape(), DType::f32);
   dequantize_ggml(static_cast<GgmlType>(info.type.id), tensor_bytes(name).data(), out.mutable_data<float>(),
                   info.elements);

@@ -70,8 +70,15 @@ class GgufFile {
   // The tensor decoded to a host float32 tensor of shape() (a new allocation); a type
   // shardlm cannot decode is refused naming it and the types it can.
   Tensor dequantized(const std::string& name) const;
+  // The tensor as the CPU kernels read it (core/ggml_blocks.h: ggml_weight): a view of the
+  // mapped file for F32, F16, BF16, Q4_K and Q6_K; int8 or int4 values with their scales
+  // for Q8_0, Q5_0 and Q4_0. Refused as dequantized() refuses.
+  Tensor weight(const std::string& name) const;
 
  private:
+  // tensor_info(name), refused where shardlm cannot read its type.
+  const GgufTensorInfo& readable_tensor_info(const std::string& name) const;
+
   std::string source_name_;
   ByteRegion region_;
   uint32_t version_ = 0;

@@ -69,19 +69,42 @@ std::string transformers_name(const std::string& name, const Architecture& archi
 }
 
 // Undoes convert_hf_to_gguf.py's permute(): within each head of `heads`, stored row 2i + j
-// is transformers' row j * half + i (half = rows per head / 2).
-void unpermute_rows(Tensor& weight, int64_t heads, const std::string& where) {
-  const int64_t rows = weight.shape()[0], columns = weight.shape().rank() == 2 ? weight.shape()[1] : 1;
+// is transformers' row j * half + i (half = rows per head / 2). Rows move whole (with their
+// block scales), so this holds for every stored type. A new tensor.
+Tensor unpermuted_rows(const Tensor& weight, int64_t heads, const std::string& where) {
+  const int64_t rows = weight.shape()[0];
   if (heads <= 0 || rows % (2 * heads) != 0)
     fail(where, ": ", rows, " rows do not split into ", heads, " heads of rope pairs");
   const int64_t per_head = rows / heads, half = per_head / 2;
-  std::vector<float> stored(weight.data<float>(), weight.data<float>() + weight.numel());
-  float* out = weight.mutable_data<float>();
-  for (int64_t h = 0; h < heads; ++h)
-    for (int64_t i = 0; i < half; ++i)
-      for (int64_t j = 0; j < 2; ++j)
-        std::memcpy(out + (h * per_head + j * half + i) * columns, stored.data() + (h * per_head + 2 * i + j) * columns,
-                    columns * sizeof(float));
+  const auto moved = [&](const Tensor& from) {
+    Tensor to = Tensor::empty(from.shape(), from.dtype());
+    const size_t row_bytes = from.nbytes() / static_cast<size_t>(rows);
+    const auto* source = static_cast<const std::byte*>(from.raw());
+    auto* target = static_cast<std::byte*>(to.mutable_raw());
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t i = 0; i < half; ++i)
+        for (int64_t j = 0; j < 2; ++j)
+          std::memcpy(target + (h * per_head + j * half + i) * row_bytes,
+                      source + (h * per_head + 2 * i + j) * row_bytes, row_bytes);
+    return to;
+  };
+  Tensor result = moved(weight);
+  return weight.quantized() ? result.with_block_scales(moved(weight.block_scales())) : result;
+}
+
+// The dtype ggml_weight() gives a tensor stored as `type`.
+DType weight_dtype(uint32_t type) {
+  switch (static_cast<GgmlType>(type)) {
+    case GgmlType::f16: return DType::f16;
+    case GgmlType::bf16: return DType::bf16;
+    case GgmlType::q8_0:
+    case GgmlType::q5_0: return DType::i8;
+    case GgmlType::q4_0: return DType::i4;
+    case GgmlType::q4_k: return DType::q4_k;
+    case GgmlType::q6_k: return DType::q6_k;
+    case GgmlType::f32: break;
+  }
+  return DType::f32;
 }
 
 // More layers than any model has: a block_count past it is a corrupt or hostile file.
@@ -181,7 +204,8 @@ GgufWeights::GgufWeights(std::shared_ptr<const GgufFile> file) : file_(std::move
     if (architecture.permuted_qk && name.ends_with(".self_attn.q_proj.weight")) source.permuted_heads = heads;
     if (architecture.permuted_qk && name.ends_with(".self_attn.k_proj.weight")) source.permuted_heads = kv_heads;
     sources_.emplace(name, source);
-    infos_.emplace(name, TensorInfo{.name = name, .dtype = DType::f32, .shape = tensor.shape()});
+    const DType dtype = source.shift != 0 ? DType::f32 : weight_dtype(tensor.type.id);
+    infos_.emplace(name, TensorInfo{.name = name, .dtype = dtype, .shape = tensor.shape()});
   }
 }
 
@@ -195,13 +219,18 @@ const GgufWeights::Source& GgufWeights::source(const std::string& name) const {
 
 Tensor GgufWeights::tensor(const std::string& name) const {
   const Source& from = source(name);
-  Tensor weight = file_->dequantized(from.gguf_name);
+  Tensor weight = file_->weight(from.gguf_name);
+  const std::span<const std::byte> stored = file_->tensor_bytes(from.gguf_name);
   if (from.permuted_heads > 0)
-    unpermute_rows(weight, from.permuted_heads, str_cat(file_->source_name(), ": tensor '", from.gguf_name, "'"));
+    weight = unpermuted_rows(weight, from.permuted_heads,
+                             str_cat(file_->source_name(), ": tensor '", from.gguf_name, "'"));
   if (from.shift != 0) {
+    weight = dequantize_weight(weight);
     float* values = weight.mutable_data<float>();
     for (int64_t i = 0; i < weight.numel(); ++i) values[i] += from.shift;
   }
+  // A copy: the file's pages need not stay resident for it.
+  if (weight.raw() != stored.data()) release_mapped_pages(stored.data(), stored.size());
   return weight;
 }
 

@@ -18,13 +18,15 @@ namespace shardlm::io {
 // config.json's text for the file's architecture and hyper-parameters.
 std::string gguf_config_json(const GgufFile& file);
 
-// The tensors of a GGUF file by transformers' names, each decoded to float32 when read.
+// The tensors of a GGUF file by transformers' names, as the CPU kernels read them
+// (GgufFile::weight): the stored blocks, or the same values with the scales apart.
 class GgufWeights {
  public:
   explicit GgufWeights(std::shared_ptr<const GgufFile> file);
 
   bool contains(const std::string& name) const { return sources_.contains(name); }
-  // A new float32 tensor (decoded, and un-permuted where the converter permuted it).
+  // GgufFile::weight (a view of the file, or a copy where the converter permuted its rows
+  // or a Gemma norm is stored as 1 + weight, which comes back float32).
   Tensor tensor(const std::string& name) const;
   const TensorInfo& info(const std::string& name) const;
   std::vector<std::string> names() const;

@@ -63,6 +63,8 @@ class Checkpoint {
   Tensor tensor(const std::string& name) const;
   const TensorInfo& info(const std::string& name) const;
   std::vector<std::string> names() const;
+  // A GGUF file (its tensors come as GgufWeights gives them), not safetensors.
+  bool from_gguf() const { return gguf_ != nullptr; }
 
  private:
   const SafetensorsFile& shard_for(const std::string& name) const;

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "core/ggml_blocks.h"
 #include "core/quantize.h"
 #include "io/model_files.h"
 
@@ -60,11 +61,12 @@ void check_within(const std::string& name, const Shape& shape, const parallel::S
 Tensor WeightLoader::load_quantized(const std::string& name, Tensor values, const parallel::Segments* rows,
                                     const parallel::Segments* columns) const {
   const std::string scale_name = block_scale_name(name);
-  if (!checkpoint_->contains(scale_name))
+  if (!values.quantized() && !checkpoint_->contains(scale_name))
     fail("tensor '", name, "' is ", dtype_name(values.dtype()), " but '", scale_name,
          "' (its block scales) is missing: only int8 and int4 checkpoints written by `shardlm quantize` can be "
          "loaded");
-  Tensor scales = checkpoint_->tensor(scale_name);
+  // A GGUF file's Q8_0, Q5_0 and Q4_0 weights come with their scales.
+  Tensor scales = values.quantized() ? values.block_scales() : checkpoint_->tensor(scale_name);
   parallel::Segments scale_columns;
   if (columns) {
     for (const auto& [begin, end] : columns->ranges) {
@@ -132,12 +134,18 @@ Tensor WeightLoader::require_part(const std::string& name, const Shape& expected
   if (stored.dtype() == DType::u8 && stored.shape().rank() == 2 && checkpoint_->contains(block_scale_name(name)))
     stored = stored.view_bytes(0, Shape{stored.shape()[0], stored.shape()[1] * 2}, DType::i4);
   const bool block_quantized = stored.dtype() == DType::i8 || stored.dtype() == DType::i4;
-  if (block_quantized) read_.insert(block_scale_name(name));
+  if (block_quantized && !stored.quantized()) read_.insert(block_scale_name(name));
   if (stored.shape() != expected)
     fail("tensor '", name, "' has shape ", stored.shape().to_string(), " but ", config_source_, " implies ",
          expected.to_string(), ": config.json does not match the weights");
   if (block_quantized) return finish_loading(load_quantized(name, stored, rows, columns), name);
-  if (!is_floating(stored.dtype()))
+  if (is_ggml_blocks(stored.dtype()) && columns)
+    for (const auto& [begin, end] : columns->ranges)
+      if (begin % 256 != 0 || end % 256 != 0)
+        fail("tensor '", name, "' is ", dtype_name(stored.dtype()), ", blocks of 256 columns; this rank's columns [",
+             begin, ", ", end, ") cut a block: choose a tp_size that splits its columns at multiples of 256, or "
+             "replicate it in the tp_plan");
+  if (!is_floating(stored.dtype()) && !is_ggml_blocks(stored.dtype()))
     fail("tensor '", name, "' is ", dtype_name(stored.dtype()),
          "; weights must be float32, bfloat16, float16, or int8 or int4 with block scales");
   Tensor tensor = finish_loading(take_part(stored, rows, columns), name);
@@ -193,7 +201,10 @@ int WeightLoader::spmd_split_dim(const std::string& name, const Tensor& tensor) 
 }
 
 Tensor WeightLoader::finish_loading(Tensor tensor, const std::string& name) {
-  if (!tensor.quantized()) {
+  // Only the CPU backend reads a GGUF file's blocks: another device gets their values decoded.
+  const bool on_host = !options_.device || options_.device->device().kind == DeviceKind::cpu;
+  if (!on_host && checkpoint_->from_gguf() && !is_floating(tensor.dtype())) tensor = dequantize_weight(tensor);
+  if (!tensor.quantized() && !is_ggml_blocks(tensor.dtype())) {
     if (options_.dtype && *options_.dtype != tensor.dtype()) tensor = tensor.to_dtype(*options_.dtype);
     if (options_.quantize_int8 && quantizable(tensor.shape())) tensor = quantize_int8(tensor);
     if (options_.quantize_int4 && quantizable(tensor.shape()))

@@ -73,6 +73,26 @@ TEST(Gguf, EveryReadableTypeDecodesAsGgufPyDoes) {
   EXPECT_EQ(file.tensor_bytes("q4_k").size(), 3u * 2 * 144);
 }
 
+// What the kernels read (GgufFile::weight) stands for the same values: float types and
+// k-quants as stored, Q8_0, Q5_0 and Q4_0 as int8 or int4 with the blocks' scales apart.
+TEST(Gguf, WeightsAsTheKernelsReadThemHoldTheSameValues) {
+  const GgufFile file = GgufFile::open(golden);
+  const std::pair<const char*, DType> types[] = {{"f32", DType::f32},   {"f16", DType::f16},   {"bf16", DType::bf16},
+                                                 {"q8_0", DType::i8},   {"q5_0", DType::i8},   {"q4_0", DType::i4},
+                                                 {"q4_k", DType::q4_k}, {"q6_k", DType::q6_k}};
+  for (const auto& [name, dtype] : types) {
+    SCOPED_TRACE(name);
+    const Tensor weight = file.weight(name);
+    EXPECT_EQ(weight.dtype(), dtype);
+    EXPECT_EQ(weight.quantized(), dtype == DType::i8 || dtype == DType::i4);
+    const bool stored = is_floating(dtype) || is_ggml_blocks(dtype);
+    EXPECT_EQ(weight.raw() == static_cast<const void*>(file.tensor_bytes(name).data()), stored) << "a view of the file";
+    const Tensor values = dequantize_weight(weight), expected = file.dequantized(name);
+    ASSERT_EQ(values.shape(), expected.shape());
+    for (int64_t i = 0; i < values.numel(); ++i) ASSERT_EQ(values.data<float>()[i], expected.data<float>()[i]) << i;
+  }
+}
+
 // The golden file's bytes, to break.
 std::vector<std::byte> golden_bytes() {
   const ByteRegion region = map_file(golden);

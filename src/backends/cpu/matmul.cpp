@@ -117,6 +117,7 @@ const float* kernel_input(ThreadPool& pool, const float* x, int64_t rows, int64_
 void products(const float* input, int64_t rows, const WeightView& weight, int64_t begin, int64_t end, float* out,
               int64_t stride) {
   const MatmulKernels& kernels = matmul_kernels();
+  if (is_ggml_blocks(weight.dtype)) return ggml_block_products(kernels, input, rows, weight, begin, end, out, stride);
   (rows <= gemv_max_rows ? kernels.gemv : kernels.gemm)(input, rows, weight, begin, end, out, stride);
 }
 
@@ -147,7 +148,7 @@ void linear_of(ThreadPool& pool, const float* x, int64_t rows, const Tensor& wei
   const WeightView view = WeightView::of(weight);
   const int64_t out_features = weight.shape()[0];
   thread_local std::vector<float> packed_buffer;
-  const float* input = kernel_input(pool, x, rows, view.in, view.dtype, packed_buffer);
+  const float* input = kernel_input(pool, x, rows, view.in, kernel_dtype(view.dtype), packed_buffer);
   for_column_ranges(pool, rows, out_features, [&](int64_t begin, int64_t end) {
     products(input, rows, view, begin, end, out, out_features);
     add_bias(bias, rows, begin, end, out, out_features);
@@ -156,6 +157,27 @@ void linear_of(ThreadPool& pool, const float* x, int64_t rows, const Tensor& wei
 }
 
 }  // namespace
+
+void ggml_block_products(const MatmulKernels& kernels, const float* x, int64_t rows, const WeightView& weight,
+                         int64_t o_begin, int64_t o_end, float* out, int64_t out_stride) {
+  const MatmulKernels& portable = portable_matmul_kernels();
+  if (rows <= gemv_max_rows)
+    return (kernels.gemv_blocks ? kernels.gemv_blocks : portable.gemv_blocks)(x, rows, weight, o_begin, o_end, out,
+                                                                              out_stride);
+  const int64_t run = kernels.gemm_column_block;
+  const auto decode = kernels.decode_blocks ? kernels.decode_blocks : portable.decode_blocks;
+  thread_local std::vector<float> panel_buffer;
+  float* panel = scratch(panel_buffer, run * weight.in);  // [run, in]
+  const size_t row_bytes = dtype_bytes(weight.dtype, weight.in);
+  const auto* blocks = static_cast<const std::byte*>(weight.data);
+  const WeightView decoded{panel, DType::f32, weight.in};
+  for (int64_t o = o_begin; o < o_end; o += run) {
+    const int64_t count = std::min(run, o_end - o);
+    for (int64_t c = 0; c < count; ++c)
+      decode(weight.dtype, blocks + static_cast<size_t>(o + c) * row_bytes, weight.in, panel + c * weight.in);
+    kernels.gemm(x, rows, decoded, 0, count, out + o, out_stride);
+  }
+}
 
 void linear(ThreadPool& pool, const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& out) {
   linear_of(pool, x.data<float>(), x.shape()[0], weight, bias, nullptr, out.mutable_data<float>());
@@ -173,10 +195,11 @@ void gated_linear(ThreadPool& pool, const Tensor& x, const Tensor& gate_weight, 
   float* gate = scratch(gate_buffer, rows * out_features);  // [rows, out_features]
   float* result = out.mutable_data<float>();
   const WeightView gate_view = WeightView::of(gate_weight), up_view = WeightView::of(up_weight);
-  const float* gate_input = kernel_input(pool, x.data<float>(), rows, gate_view.in, gate_view.dtype, gate_input_buffer);
-  const float* up_input = gate_view.dtype == up_view.dtype
+  const DType gate_dtype = kernel_dtype(gate_view.dtype), up_dtype = kernel_dtype(up_view.dtype);
+  const float* gate_input = kernel_input(pool, x.data<float>(), rows, gate_view.in, gate_dtype, gate_input_buffer);
+  const float* up_input = gate_dtype == up_dtype
                               ? gate_input
-                              : kernel_input(pool, x.data<float>(), rows, up_view.in, up_view.dtype, up_input_buffer);
+                              : kernel_input(pool, x.data<float>(), rows, up_view.in, up_dtype, up_input_buffer);
   for_column_ranges(pool, rows, out_features, [&](int64_t begin, int64_t end) {
     products(gate_input, rows, gate_view, begin, end, gate, out_features);
     products(up_input, rows, up_view, begin, end, result, out_features);
@@ -196,7 +219,7 @@ void sibling_linears(ThreadPool& pool, const Tensor& x, std::span<const SiblingL
   }
   const int64_t rows = x.shape()[0];
   thread_local std::vector<float> packed_buffer;
-  const float* input = kernel_input(pool, x.data<float>(), rows, x.shape()[1], dtype, packed_buffer);
+  const float* input = kernel_input(pool, x.data<float>(), rows, x.shape()[1], kernel_dtype(dtype), packed_buffer);
   const auto out_features = [&](size_t i) { return linears[i].weight->shape()[0]; };
   for_column_ranges(pool, rows, linears.size(), out_features, [&](size_t i, int64_t begin, int64_t end) {
     float* out = linears[i].out->mutable_data<float>();

@@ -263,6 +263,8 @@ const MatmulKernels* amx_matmul_kernels() {
                                      .input_tile_rows = unit_rows, .gemm_column_block = column_block,
                                      .pack_gemv_input = fallback().pack_gemv_input,
                                      .gemv_input_row_floats = fallback().gemv_input_row_floats,
+                                     .decode_blocks = fallback().decode_blocks,
+                                     .gemv_blocks = fallback().gemv_blocks,
                                      .silu_multiply = fallback().silu_multiply,
                                      .gemm_rounds_input_to_bf16 = runs_on_tiles,
                                      .flash_block = attention.flash_block,

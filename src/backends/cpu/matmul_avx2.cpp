@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "backends/cpu/avx2_gemm.h"
+#include "backends/cpu/ggml_block_kernels.h"
 
 namespace shardlm::backends::cpu {
 namespace {
@@ -367,7 +368,9 @@ const MatmulKernels* avx2_matmul_kernels() {
                                      .input_tile_rows = micro_rows, .gemm_column_block = column_block,
                                      .pack_gemv_input = pack_gemv_input,
                                      .gemv_input_row_floats = gemv_input_row_floats,
-                                     .silu_multiply = silu_multiply, .flash_block = avx2_flash_block,
+                                     .decode_blocks = decode_ggml_blocks, .gemv_blocks = ggml_blocks_gemv,
+                                     .silu_multiply = silu_multiply,
+                                     .flash_block = avx2_flash_block,
                                      .decode_attention = avx2_decode_attention};
   return cpu_has_avx2_fma_f16c() ? &kernels : nullptr;
 }

@@ -21,6 +21,7 @@
 
 #include "backends/cpu/avx2_gemm.h"
 #include "backends/cpu/avx512_gemm.h"
+#include "backends/cpu/ggml_block_kernels.h"
 
 namespace shardlm::backends::cpu {
 namespace {
@@ -428,6 +429,7 @@ const MatmulKernels* avx512_matmul_kernels() {
                                      .input_tile_rows = micro_rows, .gemm_column_block = column_block,
                                      .pack_gemv_input = pack_gemv_input,
                                      .gemv_input_row_floats = gemv_input_row_floats,
+                                     .decode_blocks = decode_ggml_blocks, .gemv_blocks = ggml_blocks_gemv,
                                      // The AVX2 table's: ~1% of a prefill, memory-bound in decode.
                                      .silu_multiply = avx2_matmul_kernels()->silu_multiply,
                                      // Attention: the AVX2 kernels still (no 16-lane ones yet).

@@ -218,6 +218,8 @@ const MatmulKernels* avx512_bf16_matmul_kernels() {
                                      .gemm_column_block = column_block,
                                      .pack_gemv_input = fallback().pack_gemv_input,
                                      .gemv_input_row_floats = fallback().gemv_input_row_floats,
+                                     .decode_blocks = fallback().decode_blocks,
+                                     .gemv_blocks = fallback().gemv_blocks,
                                      .silu_multiply = fallback().silu_multiply,
                                      .gemm_rounds_input_to_bf16 = runs_on_pairs,
                                      .gemm_rounds_input_to_int8 = runs_on_quads,

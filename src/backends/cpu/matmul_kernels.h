@@ -16,8 +16,8 @@
 
 namespace shardlm::backends::cpu {
 
-// A weight [out_features, in] in HF layout, of dtype f32, bf16, f16, or i8 with f16 block
-// scales [out_features, in / Tensor::quant_block].
+// A weight [out_features, in] in HF layout, of dtype f32, bf16, f16, i8 or i4 with f16
+// block scales [out_features, in / Tensor::quant_block], or q4_k or q6_k (blocks only).
 struct WeightView {
   const void* data;
   DType dtype;
@@ -52,6 +52,12 @@ struct MatmulKernels {
   // reads x as it is for every dtype.
   void (*pack_gemv_input)(const float* x, int64_t rows, int64_t in, DType weight_dtype, float* packed) = nullptr;
   int64_t (*gemv_input_row_floats)(DType weight_dtype, int64_t in) = nullptr;
+  // Row values [0, in) of a q4_k or q6_k weight, from its row's blocks, into out (f32),
+  // and gemv over such a weight (x [rows, in] as it is): ggml_block_kernels.h at this
+  // table's vector width.
+  void (*decode_blocks)(DType dtype, const std::byte* blocks, int64_t in, float* out) = nullptr;
+  void (*gemv_blocks)(const float* x, int64_t rows, const WeightView& weight, int64_t o_begin, int64_t o_end,
+                      float* out, int64_t out_stride) = nullptr;
   // inout[i] *= silu(gate[i]) = gate[i] / (1 + e^-gate[i]): the gated MLP's epilogue.
   void (*silu_multiply)(const float* gate, float* inout, int64_t count) = nullptr;
   // Where gemm rounds the activations to bf16 (gemm_rounds_input_to_bf16); null: never.
@@ -99,6 +105,17 @@ inline const float* gemm_input(const MatmulKernels& kernels, DType weight_dtype,
   return buffer.data();
 }
 constexpr int64_t gemv_max_rows = 4;
+
+// The dtype whose kernels and input packing run a weight of `dtype`: f32 for q4_k and q6_k
+// (ggml_block_products), else `dtype` itself.
+inline DType kernel_dtype(DType dtype) { return is_ggml_blocks(dtype) ? DType::f32 : dtype; }
+// out[r, o] = x[r] . weight[o] for o in [o_begin, o_end) of a q4_k or q6_k weight, x as
+// gemv_input or gemm_input leave it for f32 weights: kernels.gemv_blocks for rows <=
+// gemv_max_rows; else a column block of its rows at a time decoded by kernels.decode_blocks
+// into this thread's f32 panel, then kernels' gemm over the panel. The blocks are read
+// once, as stored.
+void ggml_block_products(const MatmulKernels& kernels, const float* x, int64_t rows, const WeightView& weight,
+                         int64_t o_begin, int64_t o_end, float* out, int64_t out_stride);
 
 // The portable table, the AVX2+FMA+F16C one, the AVX-512 (F, BW, VL, DQ) one, the
 // AVX512-BF16 one (prefill of bf16 weights by VDPBF16PS, the rest AVX-512's) and the AMX

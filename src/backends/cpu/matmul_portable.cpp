@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cpu/ggml_block_kernels.h"
 #include "backends/cpu/matmul_kernels.h"
 #include "core/quantize.h"
 #include "backends/cpu/simd.h"
@@ -65,7 +66,8 @@ void silu_multiply(const float* gate, float* inout, int64_t count) {
 
 const MatmulKernels& portable_matmul_kernels() {
   static const MatmulKernels kernels{
-      .isa = "portable", .gemv = rows_times_weight, .gemm = rows_times_weight, .silu_multiply = silu_multiply};
+      .isa = "portable", .gemv = rows_times_weight, .gemm = rows_times_weight, .decode_blocks = decode_ggml_blocks,
+      .gemv_blocks = ggml_blocks_gemv, .silu_multiply = silu_multiply};
   return kernels;
 }
 

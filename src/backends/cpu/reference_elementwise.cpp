@@ -5,9 +5,16 @@
 #include <limits>
 
 #include "backends/cpu/reference_kernels.h"
+#include "core/ggml_blocks.h"
 #include "core/quantize.h"
 
 namespace shardlm::backends::reference {
+
+void decode_row(const Tensor& weight, int64_t row, float* out) {
+  const int64_t in = weight.shape()[1];
+  dequantize_ggml(weight.dtype() == DType::q4_k ? GgmlType::q4_k : GgmlType::q6_k,
+                  static_cast<const std::byte*>(weight.raw()) + dtype_bytes(weight.dtype(), row * in), out, in);
+}
 
 float load_f32(const Tensor& tensor, int64_t index) {
   switch (tensor.dtype()) {
@@ -36,6 +43,10 @@ void embedding(const Tensor& table, const Tensor& ids, int64_t first_row, const 
   float* result = out.mutable_data<float>();
   for (int64_t t = 0; t < ids.numel(); ++t) {
     const int64_t row = id[t] - first_row;
+    if (row >= 0 && row < rows && is_ggml_blocks(table.dtype())) {
+      decode_row(table, row, result + t * hidden);
+      continue;
+    }
     for (int64_t j = 0; j < hidden; ++j)
       result[t * hidden + j] = row >= 0 && row < rows ? load_f32(table, row * hidden + j) : 0.0f;
   }

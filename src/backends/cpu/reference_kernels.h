@@ -39,5 +39,7 @@ void log_softmax(std::span<const float> row, std::span<float> out);
 
 // Element i of a float tensor of any floating dtype, as f32.
 float load_f32(const Tensor& tensor, int64_t index);
+// Row `row` of a q4_k or q6_k weight [rows, in] decoded by core's scalar decoders into out[in].
+void decode_row(const Tensor& weight, int64_t row, float* out);
 
 }  // namespace shardlm::backends::reference

@@ -102,7 +102,9 @@ PJRT_Buffer_Type buffer_type(DType dtype) {
     case DType::i64: return PJRT_Buffer_Type_S64;
     case DType::i8: return PJRT_Buffer_Type_S8;
     case DType::u8: return PJRT_Buffer_Type_U8;
-    case DType::i4: break;  // the weight loader keeps int4 on the CPU
+    case DType::i4:
+    case DType::q4_k:
+    case DType::q6_k: break;  // the weight loader keeps these on the CPU (GGUF blocks decoded elsewhere)
   }
   fail("PJRT: no buffer type for dtype ", dtype_name(dtype));
 }

@@ -60,7 +60,9 @@ std::string element_of(DType dtype) {
     case DType::i64: return "i64";
     case DType::i8: return "i8";
     case DType::u8: return "ui8";
-    case DType::i4: break;  // the weight loader keeps int4 on the CPU
+    case DType::i4:
+    case DType::q4_k:
+    case DType::q6_k: break;  // the weight loader keeps these on the CPU (GGUF blocks decoded elsewhere)
   }
   fail("stablehlo: no element type for dtype ", dtype_name(dtype));
 }
