@@ -9,6 +9,10 @@
 // Gemma 3 as llama.cpp's converter writes one (norms stored as 1 + weight, llama.cpp's
 // fixed layer pattern and local rope base): transformers and llama.cpp continue its
 // prompt, longer than the window, alike (gemma3-tiny.json), and so must shardlm.
+// llama-k-quant.gguf is a random Llama quantized to Q4_K_M by llama-quantize (Q4_K and Q6_K
+// matrices, make_k_quant_gguf.py): on the CPU its matrices run as stored, elsewhere decoded
+// at load, and on every device it must give the logits and greedy ids transformers gives
+// on the dequantized weights in float64 (llama-k-quant.json).
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -29,11 +33,11 @@ using testing::relative_error;
 
 // A GGUF file loaded as a model on the CPU, with an f32 KV cache (the goldens' tolerance).
 struct LoadedGguf {
-  explicit LoadedGguf(const std::string& path)
+  explicit LoadedGguf(const std::string& path, const std::string& device = "cpu")
       : files(io::resolve_model(path, {})),
         config(io::load_model_config(files)),
         checkpoint(io::Checkpoint::open(files)),
-        backend(backends::create_backend("cpu")),
+        backend(backends::create_backend(device)),
         model(models::create_causal_lm(config, checkpoint, {.kv_cache_dtype = DType::f32, .device = backend.get()})),
         generator(*model, *backend, io::load_generation_config(files, config)) {}
 
@@ -121,6 +125,32 @@ TEST(GgufGemma3, ContinuesAsTransformersAndLlamaCppDo) {
   for (bool disable_compile : {false, true})
     EXPECT_EQ(gguf.greedy(prompt, static_cast<int64_t>(ids.size()), disable_compile), ids)
         << "disable_compile " << disable_compile;
+}
+
+TEST(GgufKQuants, GiveTransformersLogitsAndIdsOnEveryDevice) {
+  std::ifstream file(testing::data_path("gguf/llama-k-quant.json"));
+  const nlohmann::json expected = nlohmann::json::parse(file);
+  const auto prompt = expected["input_ids"].get<std::vector<int64_t>>();
+  const auto ids = expected["transformers_greedy_ids"].get<std::vector<int64_t>>();
+  std::vector<float> golden_logits;  // [prompt, vocab]
+  for (const auto& row : expected["transformers_logits"])
+    for (double value : row) golden_logits.push_back(static_cast<float>(value));
+  for (const backends::BackendInfo& info : backends::list_backends()) {
+    if (!info.available || (info.name != "cpu" && info.name != "pjrt")) continue;
+    SCOPED_TRACE(info.name);
+    LoadedGguf gguf(testing::data_path("gguf/llama-k-quant.gguf"), info.name);
+    if (info.name == "cpu") {
+      EXPECT_EQ(gguf.checkpoint.tensor("model.layers.0.self_attn.q_proj.weight").dtype(), DType::q4_k);
+      EXPECT_EQ(gguf.checkpoint.tensor("lm_head.weight").dtype(), DType::q6_k);
+    }
+    gguf.generator.prepare_cache(1, static_cast<int64_t>(prompt.size()));
+    const Tensor logits = gguf.generator.forward(prompt, 0, /*all_positions=*/true).to_dtype(DType::f32);
+    ASSERT_EQ(static_cast<size_t>(logits.numel()), golden_logits.size());
+    EXPECT_LT(relative_error(logits.data<float>(), golden_logits.data(), logits.numel()), 1e-4);
+    for (bool disable_compile : {false, true})
+      EXPECT_EQ(gguf.greedy(prompt, static_cast<int64_t>(ids.size()), disable_compile), ids)
+          << "disable_compile " << disable_compile;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(TwinsOfFixtures, GgufFixture, ::testing::Values("qwen3-tiny", "llama-tiny"),
