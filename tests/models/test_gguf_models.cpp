@@ -127,7 +127,9 @@ TEST(GgufGemma3, ContinuesAsTransformersAndLlamaCppDo) {
         << "disable_compile " << disable_compile;
 }
 
-TEST(GgufKQuants, GiveTransformersLogitsAndIdsOnEveryDevice) {
+class GgufKQuants : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(GgufKQuants, GiveTransformersLogitsAndIds) {
   std::ifstream file(testing::data_path("gguf/llama-k-quant.json"));
   const nlohmann::json expected = nlohmann::json::parse(file);
   const auto prompt = expected["input_ids"].get<std::vector<int64_t>>();
@@ -135,23 +137,30 @@ TEST(GgufKQuants, GiveTransformersLogitsAndIdsOnEveryDevice) {
   std::vector<float> golden_logits;  // [prompt, vocab]
   for (const auto& row : expected["transformers_logits"])
     for (double value : row) golden_logits.push_back(static_cast<float>(value));
-  for (const backends::BackendInfo& info : backends::list_backends()) {
-    if (!info.available || (info.name != "cpu" && info.name != "pjrt")) continue;
-    SCOPED_TRACE(info.name);
-    LoadedGguf gguf(testing::data_path("gguf/llama-k-quant.gguf"), info.name);
-    if (info.name == "cpu") {
-      EXPECT_EQ(gguf.checkpoint.tensor("model.layers.0.self_attn.q_proj.weight").dtype(), DType::q4_k);
-      EXPECT_EQ(gguf.checkpoint.tensor("lm_head.weight").dtype(), DType::q6_k);
-    }
-    gguf.generator.prepare_cache(1, static_cast<int64_t>(prompt.size()));
-    const Tensor logits = gguf.generator.forward(prompt, 0, /*all_positions=*/true).to_dtype(DType::f32);
-    ASSERT_EQ(static_cast<size_t>(logits.numel()), golden_logits.size());
-    EXPECT_LT(relative_error(logits.data<float>(), golden_logits.data(), logits.numel()), 1e-4);
-    for (bool disable_compile : {false, true})
-      EXPECT_EQ(gguf.greedy(prompt, static_cast<int64_t>(ids.size()), disable_compile), ids)
-          << "disable_compile " << disable_compile;
+  LoadedGguf gguf(testing::data_path("gguf/llama-k-quant.gguf"), GetParam());
+  if (GetParam() == "cpu") {
+    EXPECT_EQ(gguf.checkpoint.tensor("model.layers.0.self_attn.q_proj.weight").dtype(), DType::q4_k);
+    EXPECT_EQ(gguf.checkpoint.tensor("lm_head.weight").dtype(), DType::q6_k);
   }
+  gguf.generator.prepare_cache(1, static_cast<int64_t>(prompt.size()));
+  const Tensor logits = gguf.generator.forward(prompt, 0, /*all_positions=*/true).to_dtype(DType::f32);
+  ASSERT_EQ(static_cast<size_t>(logits.numel()), golden_logits.size());
+  EXPECT_LT(relative_error(logits.data<float>(), golden_logits.data(), logits.numel()), 1e-4);
+  for (bool disable_compile : {false, true})
+    EXPECT_EQ(gguf.greedy(prompt, static_cast<int64_t>(ids.size()), disable_compile), ids)
+        << "disable_compile " << disable_compile;
 }
+
+// The CPU runs the blocks as stored, pjrt the values decoded at load.
+std::vector<std::string> cpu_and_pjrt() {
+  std::vector<std::string> devices;
+  for (const backends::BackendInfo& info : backends::list_backends())
+    if (info.available && (info.name == "cpu" || info.name == "pjrt")) devices.push_back(info.name);
+  return devices;
+}
+
+INSTANTIATE_TEST_SUITE_P(CpuAndPjrt, GgufKQuants, ::testing::ValuesIn(cpu_and_pjrt()),
+                         [](const auto& info) { return info.param; });
 
 INSTANTIATE_TEST_SUITE_P(TwinsOfFixtures, GgufFixture, ::testing::Values("qwen3-tiny", "llama-tiny"),
                          [](const auto& info) {
