@@ -5,6 +5,7 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/quantize.h"
 
 namespace shardlm {
 namespace {
@@ -168,26 +169,31 @@ void dequantize_ggml(GgmlType type, const std::byte* blocks, float* out, int64_t
   }
 }
 
-Tensor ggml_weight(GgmlType type, std::shared_ptr<const void> owner, const std::byte* blocks, const Shape& shape) {
-  const int64_t elements = shape.numel(), length = shape.rank() ? shape[shape.rank() - 1] : 1;
-  const auto view = [&](DType dtype) { return Tensor::wrap(owner, blocks, shape, dtype, /*writable=*/false); };
+DType ggml_weight_dtype(GgmlType type) {
   switch (type) {
-    case GgmlType::f32: return view(DType::f32);
-    case GgmlType::f16: return view(DType::f16);
-    case GgmlType::bf16: return view(DType::bf16);
-    case GgmlType::q4_k: return view(DType::q4_k);
-    case GgmlType::q6_k: return view(DType::q6_k);
+    case GgmlType::f16: return DType::f16;
+    case GgmlType::bf16: return DType::bf16;
     case GgmlType::q8_0:
-    case GgmlType::q5_0:
-    case GgmlType::q4_0: break;
+    case GgmlType::q5_0: return DType::i8;
+    case GgmlType::q4_0: return DType::i4;
+    case GgmlType::q4_k: return DType::q4_k;
+    case GgmlType::q6_k: return DType::q6_k;
+    case GgmlType::f32: break;
   }
+  return DType::f32;
+}
+
+Tensor ggml_weight(GgmlType type, std::shared_ptr<const void> owner, const std::byte* blocks, const Shape& shape) {
+  const DType dtype = ggml_weight_dtype(type);
+  if (dtype != DType::i8 && dtype != DType::i4) return Tensor::wrap(owner, blocks, shape, dtype, /*writable=*/false);
+  const int64_t elements = shape.numel(), length = shape.rank() ? shape[shape.rank() - 1] : 1;
   SHARDLM_CHECK(shape.rank() == 2 && length % Tensor::quant_block == 0, "a ", ggml_type_info(uint32_t(type))->name,
                 " weight must be [rows, whole blocks of 32], not ", shape.to_string());
   const int64_t block_count = elements / Tensor::quant_block;
   const int64_t block_bytes = ggml_type_info(static_cast<uint32_t>(type))->block_bytes;
   Tensor scales = Tensor::empty({shape[0], length / Tensor::quant_block}, DType::f16);
   auto* scale = scales.mutable_data<uint16_t>();
-  if (type == GgmlType::q4_0) {  // int4 keeps Q4_0's nibbles (core/quantize.h)
+  if (dtype == DType::i4) {  // int4 keeps Q4_0's nibbles (core/quantize.h)
     Tensor values = Tensor::empty(shape, DType::i4);
     auto* nibbles = static_cast<std::byte*>(values.mutable_raw());
     for (int64_t b = 0; b < block_count; ++b) {
@@ -215,10 +221,8 @@ Tensor dequantize_weight(const Tensor& weight) {
   SHARDLM_CHECK(weight.quantized(), "cannot decode ", weight.describe(), ": not a float or block-quantized weight");
   const uint16_t* scales = weight.block_scales().data<uint16_t>();
   const auto* bytes = static_cast<const uint8_t*>(weight.raw());
-  for (int64_t i = 0; i < elements; ++i) {
-    const int code = weight.dtype() == DType::i8 ? static_cast<int8_t>(bytes[i])
-                                                 : ((i % 32) < 16 ? bytes[i / 32 * 16 + i % 16] & 0x0F
-                                                                  : bytes[i / 32 * 16 + i % 16] >> 4) - 8;
+  for (int64_t i = 0; i < elements; ++i) {  // rows are whole blocks: int4's index runs on across them
+    const int code = weight.dtype() == DType::i8 ? static_cast<int8_t>(bytes[i]) : int4_value(bytes, i);
     values[i] = static_cast<float>(code) * f16_to_f32(scales[i / Tensor::quant_block]);
   }
   return out;

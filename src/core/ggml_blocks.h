@@ -51,6 +51,8 @@ void dequantize_ggml(GgmlType type, const std::byte* blocks, float* out, int64_t
 // 8 bits). The k-quants' own scales are 6- and 8-bit factors of a super-block's, which no
 // f16 scale per 32 values reproduces.
 Tensor ggml_weight(GgmlType type, std::shared_ptr<const void> owner, const std::byte* blocks, const Shape& shape);
+// The dtype ggml_weight gives a tensor stored as `type`.
+DType ggml_weight_dtype(GgmlType type);
 
 // `weight` (float, int8 or int4 with block scales, q4_k or q6_k) decoded to a new f32 tensor.
 Tensor dequantize_weight(const Tensor& weight);

@@ -64,8 +64,8 @@ Tensor quantize_int8(const Tensor& weight) {
 
 namespace {
 
-// One block's int4 values and f16 scale bits for `values` [32]; returns the squared error.
-double quantize_int4_block(const float* values, uint8_t* nibbles, uint16_t* scale_bits) {
+// One block's int4 values and f16 scale bits for `values` [32].
+void quantize_int4_block(const float* values, uint8_t* nibbles, uint16_t* scale_bits) {
   constexpr int n = Tensor::quant_block;
   float extreme = 0;  // the value of largest magnitude, signed
   for (int i = 0; i < n; ++i)
@@ -89,7 +89,10 @@ double quantize_int4_block(const float* values, uint8_t* nibbles, uint16_t* scal
       const double stored = f16_to_f32(bits);
       if (!std::isfinite(stored)) continue;
       double error = 0;
-      for (int i = 0; i < n; ++i) error += std::pow(values[i] - stored * q[i], 2);
+      for (int i = 0; i < n; ++i) {
+        const double difference = values[i] - stored * q[i];
+        error += difference * difference;
+      }
       if (error < best_error) {
         best_error = error;
         best_bits = bits;
@@ -97,13 +100,11 @@ double quantize_int4_block(const float* values, uint8_t* nibbles, uint16_t* scal
       }
     }
   }
-  if (extreme == 0) best_error = 0;
   // No candidate's scale fits f16: the caller's range check then names the row.
-  if (!std::isfinite(best_error)) best_bits = f32_to_f16(extreme / -8.0f);
+  if (extreme != 0 && !std::isfinite(best_error)) best_bits = f32_to_f16(extreme / -8.0f);
   *scale_bits = best_bits;
   for (int j = 0; j < n / 2; ++j)
     nibbles[j] = static_cast<uint8_t>((best_q[j] + 8) | ((best_q[j + n / 2] + 8) << 4));
-  return best_error;
 }
 
 }  // namespace

@@ -92,21 +92,6 @@ Tensor unpermuted_rows(const Tensor& weight, int64_t heads, const std::string& w
   return weight.quantized() ? result.with_block_scales(moved(weight.block_scales())) : result;
 }
 
-// The dtype ggml_weight() gives a tensor stored as `type`.
-DType weight_dtype(uint32_t type) {
-  switch (static_cast<GgmlType>(type)) {
-    case GgmlType::f16: return DType::f16;
-    case GgmlType::bf16: return DType::bf16;
-    case GgmlType::q8_0:
-    case GgmlType::q5_0: return DType::i8;
-    case GgmlType::q4_0: return DType::i4;
-    case GgmlType::q4_k: return DType::q4_k;
-    case GgmlType::q6_k: return DType::q6_k;
-    case GgmlType::f32: break;
-  }
-  return DType::f32;
-}
-
 // More layers than any model has: a block_count past it is a corrupt or hostile file.
 constexpr int64_t max_layers = 4096;
 
@@ -204,7 +189,7 @@ GgufWeights::GgufWeights(std::shared_ptr<const GgufFile> file) : file_(std::move
     if (architecture.permuted_qk && name.ends_with(".self_attn.q_proj.weight")) source.permuted_heads = heads;
     if (architecture.permuted_qk && name.ends_with(".self_attn.k_proj.weight")) source.permuted_heads = kv_heads;
     sources_.emplace(name, source);
-    const DType dtype = source.shift != 0 ? DType::f32 : weight_dtype(tensor.type.id);
+    const DType dtype = source.shift != 0 ? DType::f32 : ggml_weight_dtype(static_cast<GgmlType>(tensor.type.id));
     infos_.emplace(name, TensorInfo{.name = name, .dtype = dtype, .shape = tensor.shape()});
   }
 }

@@ -67,24 +67,33 @@ TEST(BenchCommand, RejectsBadArguments) {
   EXPECT_NE(result.err.find("int8"), std::string::npos) << result.err;
 }
 
-TEST(QuantizeCommand, WritesAnInt8CheckpointThatLoadsAsQuantizingOnLoadDoes) {
-  const fs::path output = scratch_directory("quantized");
-  const std::string fixture = testing::data_path("fixtures/qwen3-tiny");
-  auto result = run_shardlm("quantize --model " + fixture + " --output " + output.string());
-  ASSERT_EQ(result.exit_code, 0) << result.err;
-  nlohmann::json config = nlohmann::json::parse(read_file(output / "config.json"));
-  EXPECT_EQ(config["quantization_config"]["quant_method"], "shardlm_int8");
-  EXPECT_LT(fs::file_size(output / "model.safetensors"), fs::file_size(fs::path(fixture) / "model.safetensors") / 2);
+const std::string quantized_ids = "--input-ids 1,2,3,4,5 --max-new-tokens 12 --greedy --output ids";
 
-  // Same ids from the written checkpoint and from quantizing while loading.
-  const std::string ids = "--input-ids 1,2,3,4,5 --max-new-tokens 12 --greedy --output ids";
-  auto from_file = run_shardlm("generate --model " + output.string() + " " + ids);
-  auto on_load = run_shardlm("generate --model " + fixture + " --quantize int8 " + ids);
+// `shardlm quantize --bits BITS` of qwen3-tiny into `output`: the quant_method, a file
+// under its size / `shrink` of the f32 one, and the same greedy ids generating from it as
+// quantizing on load gives.
+void expect_written_as_loaded(int bits, const fs::path& output, size_t shrink) {
+  const std::string fixture = testing::data_path("fixtures/qwen3-tiny");
+  const std::string kind = "int" + std::to_string(bits);
+  auto result = run_shardlm("quantize --bits " + std::to_string(bits) + " --model " + fixture + " --output " +
+                            output.string());
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("to " + kind), std::string::npos) << result.out;
+  nlohmann::json config = nlohmann::json::parse(read_file(output / "config.json"));
+  EXPECT_EQ(config["quantization_config"]["quant_method"], "shardlm_" + kind);
+  const auto bytes = [](const fs::path& directory) { return fs::file_size(directory / "model.safetensors"); };
+  EXPECT_LT(bytes(output), bytes(fixture) / shrink);
+  auto from_file = run_shardlm("generate --model " + output.string() + " " + quantized_ids);
+  auto on_load = run_shardlm("generate --model " + fixture + " --quantize " + kind + " " + quantized_ids);
   ASSERT_EQ(from_file.exit_code, 0) << from_file.err;
   ASSERT_EQ(on_load.exit_code, 0) << on_load.err;
   EXPECT_EQ(from_file.out, on_load.out);
+}
 
-  result = run_shardlm("quantize --model " + output.string() + " --output " + output.string() + "2");
+TEST(QuantizeCommand, WritesAnInt8CheckpointThatLoadsAsQuantizingOnLoadDoes) {
+  const fs::path output = scratch_directory("quantized");
+  expect_written_as_loaded(8, output, 2);
+  auto result = run_shardlm("quantize --model " + output.string() + " --output " + output.string() + "2");
   EXPECT_NE(result.exit_code, 0);
   EXPECT_NE(result.err.find("already quantized"), std::string::npos) << result.err;
   fs::remove_all(output);
@@ -94,26 +103,15 @@ TEST(QuantizeCommand, WritesAnInt8CheckpointThatLoadsAsQuantizingOnLoadDoes) {
 // loads to what quantizing on load gives, on the CPU, and another device refuses it by name.
 TEST(QuantizeCommand, WritesAnInt4CheckpointThatLoadsAsQuantizingOnLoadDoes) {
   const fs::path output = scratch_directory("quantized4");
-  const std::string fixture = testing::data_path("fixtures/qwen3-tiny");
-  auto result = run_shardlm("quantize --bits 4 --model " + fixture + " --output " + output.string());
-  ASSERT_EQ(result.exit_code, 0) << result.err;
-  EXPECT_NE(result.out.find("to int4"), std::string::npos) << result.out;
-  nlohmann::json config = nlohmann::json::parse(read_file(output / "config.json"));
-  EXPECT_EQ(config["quantization_config"]["quant_method"], "shardlm_int4");
-  EXPECT_LT(fs::file_size(output / "model.safetensors"), fs::file_size(fs::path(fixture) / "model.safetensors") / 4);
-  const std::string ids = "--input-ids 1,2,3,4,5 --max-new-tokens 12 --greedy --output ids";
-  auto from_file = run_shardlm("generate --model " + output.string() + " " + ids);
-  auto on_load = run_shardlm("generate --model " + fixture + " --quantize int4 " + ids);
-  ASSERT_EQ(from_file.exit_code, 0) << from_file.err;
-  ASSERT_EQ(on_load.exit_code, 0) << on_load.err;
-  EXPECT_EQ(from_file.out, on_load.out);
+  expect_written_as_loaded(4, output, 4);
   // Refused by name where the pjrt plugin starts (the test command fetches one); without
   // one, refused for that.
-  auto elsewhere = run_shardlm("generate --model " + output.string() + " --device pjrt " + ids);
+  auto elsewhere = run_shardlm("generate --model " + output.string() + " --device pjrt " + quantized_ids);
   EXPECT_NE(elsewhere.exit_code, 0);
   EXPECT_TRUE(elsewhere.err.find("only the CPU backend has int4 kernels") != std::string::npos ||
               elsewhere.err.find("plugin") != std::string::npos)
       << elsewhere.err;
+  const std::string fixture = testing::data_path("fixtures/qwen3-tiny");
   EXPECT_NE(run_shardlm("quantize --bits 3 --model " + fixture + " --output " + output.string() + "3").exit_code, 0);
   fs::remove_all(output);
 }
