@@ -28,6 +28,7 @@ Tensor random_matrix(int64_t rows, int64_t columns, DType dtype) {
   for (float& v : values) v = normal(random);
   Tensor f32 = Tensor::from_f32(values, {rows, columns});
   if (dtype == DType::i8) return quantize_int8(f32);
+  if (dtype == DType::i4) return quantize_int4(f32);
   return dtype == DType::f32 ? f32 : f32.to_dtype(dtype);
 }
 
@@ -182,6 +183,7 @@ BENCHMARK_CAPTURE(BM_Gemv, f32, DType::f32)->Args({1024, 3072});
 BENCHMARK_CAPTURE(BM_Gemv, bf16, DType::bf16)->Args({128, 1024})->Args({1024, 3072})->Args({151936, 1024});
 BENCHMARK_CAPTURE(BM_Gemv, f16, DType::f16)->Args({1024, 3072});
 BENCHMARK_CAPTURE(BM_Gemv, int8, DType::i8)->Args({256, 1024})->Args({1024, 3072})->Args({151936, 1024});
+BENCHMARK_CAPTURE(BM_Gemv, int4, DType::i4)->Args({512, 1024})->Args({1024, 3072})->Args({151936, 1024});
 BENCHMARK_CAPTURE(BM_Gemm, f32, DType::f32)->Args({512, 1024, 3072});
 BENCHMARK_CAPTURE(BM_Gemm, bf16, DType::bf16)->Args({512, 1024, 3072})->Args({512, 3072, 1024})->Args({32, 3072, 1024})
     ->Args({16, 3072, 1024})->Args({16, 151936, 1024});

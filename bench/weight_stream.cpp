@@ -6,7 +6,7 @@
 // all of them; the read-bandwidth probe `shardlm bench` divides by runs before and
 // after each round of tokens. Llama-style tensor names (Llama, Qwen2, Qwen3).
 //   cmake --build build --target weight_stream
-//   build/bench/weight_stream --config bench/qwen3-0.6b-config.json [--dtype int8|bf16|f16|f32]
+//   build/bench/weight_stream --config bench/qwen3-0.6b-config.json [--dtype int8|int4|bf16|f16|f32]
 //                             [--threads 2] [--rounds 8] [--tokens 8]
 // Prints each round's GB/s and share of its two probes, then the medians. A kernel
 // whose share matches the bare reads' is bound by memory as a read is; on a VM whose
@@ -38,7 +38,7 @@ struct Options {
 };
 
 constexpr const char* usage_line =
-    "usage: weight_stream --config CONFIG.json [--dtype int8|bf16|f16|f32] [--threads N (2)] [--rounds N (8)] "
+    "usage: weight_stream --config CONFIG.json [--dtype int8|int4|bf16|f16|f32] [--threads N (2)] [--rounds N (8)] "
     "[--tokens N a round (8)]\n";
 
 [[noreturn]] void usage(const char* problem) {
@@ -65,8 +65,9 @@ Options parse(int argc, char** argv) {
     else usage(("unknown option " + flag).c_str());
   }
   if (options.config_path.empty()) usage("--config is required");
-  if (options.dtype != "int8" && options.dtype != "bf16" && options.dtype != "f16" && options.dtype != "f32")
-    usage("--dtype must be int8, bf16, f16 or f32");
+  if (options.dtype != "int8" && options.dtype != "int4" && options.dtype != "bf16" && options.dtype != "f16" &&
+      options.dtype != "f32")
+    usage("--dtype must be int8, int4, bf16, f16 or f32");
   if (options.threads <= 0 || options.rounds <= 0 || options.tokens <= 0) usage("counts must be positive");
   return options;
 }
@@ -78,7 +79,9 @@ std::vector<Tensor> decode_matrices(const io::ModelConfig& config, const std::st
   const auto take = [&](const std::string& name) {
     const auto found = weights.find(name);
     if (found == weights.end()) usage(("the architecture has no tensor " + name).c_str());
-    if (dtype == "int8") matrices.push_back(quantize_int8(found->second));
+    if (dtype == "int8" || (dtype == "int4" && keeps_eight_bits_under_int4(name)))
+      matrices.push_back(quantize_int8(found->second));
+    else if (dtype == "int4") matrices.push_back(quantize_int4(found->second));
     else if (dtype == "bf16") matrices.push_back(found->second);
     else matrices.push_back(found->second.to_dtype(parse_dtype(dtype)));
   };

@@ -10,9 +10,9 @@
 // AVX-512 kernels round the activations to int16 per 32-element block (2^-16 of the block's
 // largest value); 1e-2 for the AMX table's gemm over bf16, f16 and int8 weights and the
 // AVX512-BF16 table's over bf16 weights, which round the activations to bf16 (2^-9 relative
-// each; measured up to 2.4e-3); 3e-2 for the AVX512-BF16 table's gemm over int8 weights,
-// which rounds them to int8 per 32-element block (1/254 of the block's largest; measured up
-// to 1.0e-2).
+// each; measured up to 2.4e-3); 3e-2 for the AVX512-BF16 table's gemm over int8 weights and
+// gemv over int4 ones, which round them to int8 per 32-element block (1/254 of the block's
+// largest; measured up to 1.0e-2).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -101,7 +101,8 @@ TEST_P(EveryTable, MatchesTheReference) {
             }
           }
         const bool rounds = use_gemm && gemm_rounds_input_to_bf16(*table, c.dtype, c.in);
-        const bool rounds_to_int8 = use_gemm && gemm_rounds_input_to_int8(*table, c.dtype, c.in);
+        const bool rounds_to_int8 = use_gemm ? gemm_rounds_input_to_int8(*table, c.dtype, c.in)
+                                             : gemv_rounds_input_to_int8(*table, c.dtype, c.in);
         EXPECT_LT(relative_error(got_range, want_range),
                   rounds_to_int8 ? int8_input_tolerance
                   : rounds       ? bf16_input_tolerance
@@ -146,35 +147,46 @@ TEST(MatmulKernels, Bf16TablesAreExactForBf16Activations) {
 }
 
 // With activations that int8 blocks hold exactly (integers of [-127, 127] times a scale a
-// block, each block's largest at +-127), the int8 table's rounding is exact, so its quads,
-// transposes, block starts and scales must give the reference to the f32 tolerance.
-TEST(MatmulKernels, Int8TablesAreExactForInt8Activations) {
-  std::mt19937 random(13);
+// block, each block's largest at +-127), the rounding of the tables that round to int8 is
+// exact, so their quads, transposes, nibble splits, block starts, offsets and scales must
+// give the reference to the f32 tolerance: the gemm over int8 weights, the gemv (1 to 4
+// rows) over int4 ones.
+Tensor int8_exact_activations(int64_t rows, int64_t in, std::mt19937& random) {
   std::uniform_int_distribution<int> level(-127, 127);
   std::uniform_real_distribution<float> scale(0.001f, 0.1f);
+  std::vector<float> values(static_cast<size_t>(rows * in));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t b = 0; b < in / Tensor::quant_block; ++b) {
+      const float d = scale(random);
+      for (int64_t k = 0; k < Tensor::quant_block; ++k)
+        values[static_cast<size_t>(r * in + b * Tensor::quant_block + k)] =
+            static_cast<float>(k == b % Tensor::quant_block ? (b % 2 ? 127 : -127) : level(random)) * d;
+    }
+  return Tensor::from_f32(values, {rows, in});
+}
+
+TEST(MatmulKernels, Int8TablesAreExactForInt8Activations) {
+  std::mt19937 random(13);
   int checked = 0;
   for (const MatmulKernels* table : available_matmul_kernels())
-    for (int64_t in : {96, 1056}) {
-      if (!gemm_rounds_input_to_int8(*table, DType::i8, in)) continue;
-      const int64_t rows = 37, out_features = 150;
-      std::vector<float> values(static_cast<size_t>(rows * in));
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t b = 0; b < in / Tensor::quant_block; ++b) {
-          const float d = scale(random);
-          for (int64_t k = 0; k < Tensor::quant_block; ++k)
-            values[static_cast<size_t>(r * in + b * Tensor::quant_block + k)] =
-                static_cast<float>(k == b % Tensor::quant_block ? (b % 2 ? 127 : -127) : level(random)) * d;
-        }
-      Tensor x = Tensor::from_f32(values, {rows, in});
-      Tensor weight = random_weight(DType::i8, out_features, in, random);
-      Tensor expected = Tensor::zeros({rows, out_features}, DType::f32), actual = expected.clone();
-      reference::linear(x, weight, Tensor(), expected);
-      std::vector<float> packed;
-      table->gemm(gemm_input(*table, DType::i8, x.data<float>(), rows, in, packed), rows, WeightView::of(weight), 0,
-                  out_features, actual.mutable_data<float>(), out_features);
-      EXPECT_LT(relative_error(to_doubles(actual), to_doubles(expected)), tolerance) << table->isa << " in " << in;
-      ++checked;
-    }
+    for (const auto& [dtype, rows] : {std::pair{DType::i8, int64_t{37}}, {DType::i4, int64_t{1}}, {DType::i4, int64_t{4}}})
+      for (int64_t in : {96, 1056}) {
+        const bool gemm = dtype == DType::i8;
+        if (!(gemm ? gemm_rounds_input_to_int8(*table, dtype, in) : gemv_rounds_input_to_int8(*table, dtype, in)))
+          continue;
+        const int64_t out_features = 150;
+        Tensor x = int8_exact_activations(rows, in, random);
+        Tensor weight = random_weight(dtype, out_features, in, random);
+        Tensor expected = Tensor::zeros({rows, out_features}, DType::f32), actual = expected.clone();
+        reference::linear(x, weight, Tensor(), expected);
+        std::vector<float> packed;
+        const auto entry = gemm ? table->gemm : table->gemv;
+        entry((gemm ? gemm_input : gemv_input)(*table, dtype, x.data<float>(), rows, in, packed), rows,
+              WeightView::of(weight), 0, out_features, actual.mutable_data<float>(), out_features);
+        EXPECT_LT(relative_error(to_doubles(actual), to_doubles(expected)), tolerance)
+            << table->isa << " " << dtype_name(dtype) << " rows " << rows << " in " << in;
+        ++checked;
+      }
   if (checked == 0) GTEST_SKIP() << "this CPU runs no table that rounds activations to int8 (AVX512-BF16 with VNNI)";
 }
 

@@ -16,4 +16,11 @@ void pack_input(const float* x, int64_t rows, int64_t in, int64_t tile_begin, in
 void gemm(const float* packed_x, int64_t rows, const WeightView& weight, int64_t o_begin, int64_t o_end, float* out,
           int64_t out_stride);
 
+// The int4 gemv (rows <= gemv_max_rows) on VPDPBUSD, its activations rounded to int8 per
+// block: the floats a row of pack_int4_gemv_input's copy takes, the packing, the product.
+int64_t int4_gemv_row_floats(int64_t in);
+void pack_int4_gemv_input(const float* x, int64_t rows, int64_t in, float* packed);
+void int4_gemv(const float* packed_x, int64_t rows, const WeightView& weight, int64_t o_begin, int64_t o_end,
+               float* out, int64_t out_stride);
+
 }  // namespace shardlm::backends::cpu::avx512_vnni

@@ -1,12 +1,11 @@
-// Row-wise and element-wise ops (simple loops GCC vectorizes; rms_norm's sum of squares
-// on the 8-lane dot), split over the pool when large enough to pay for the hand-off.
+// Row-wise and element-wise ops: the pool splits them (when large enough to pay for the
+// hand-off), the kernel table's row kernels (row_kernels.h) run each piece.
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/matmul_kernels.h"
-#include "backends/cpu/simd.h"
 #include "core/dtype.h"
 #include "core/error.h"
 
@@ -30,15 +29,9 @@ void rms_norm_rows(ThreadPool& pool, const float* x, int64_t rows, int64_t dim, 
   if (widened.size() < static_cast<size_t>(dim)) widened.resize(static_cast<size_t>(dim));
   convert_to_f32(weight.raw(), weight.dtype(), widened.data(), static_cast<size_t>(dim));
   const float* scale_by = widened.data();
+  const auto norm_row = matmul_kernels().rows.rms_norm_row;
   for_row_ranges(pool, rows, dim, [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
-      const float* input = x + r * dim;
-      const float scale = 1.0f / std::sqrt(dot(input, input, dim) / static_cast<float>(dim) + eps);
-      float* result = out + r * dim;
-      int64_t j = 0;
-      for (; j + 8 <= dim; j += 8) store8(result + j, load8(input + j) * scale * load8(scale_by + j));
-      for (; j < dim; ++j) result[j] = input[j] * scale * scale_by[j];
-    }
+    for (int64_t r = begin; r < end; ++r) norm_row(x + r * dim, dim, scale_by, eps, out + r * dim);
   });
 }
 
@@ -93,27 +86,21 @@ void rope(ThreadPool& pool, const Tensor& x, const Tensor& positions, const Rota
   float* data = x.mutable_data<float>();
   const RotaryTable& table = rotary_table(pool, positions.data<int32_t>(), tokens, rotary);
   // Pair i is (i, i + half), or (2i, 2i + 1) when interleaved.
-  const int64_t first_stride = rotary.interleaved ? 2 : 1, second_offset = rotary.interleaved ? 1 : half;
+  const auto rotate = matmul_kernels().rows.rotate_half_pairs;
   for_row_ranges(pool, tokens, heads * head_dim, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
       const float* cos_row = table.cos.data() + t * half;
       const float* sin_row = table.sin.data() + t * half;
       for (int64_t h = 0; h < heads; ++h) {
         float* head = data + (t * heads + h) * head_dim;
-        int64_t i = 0;
-        if (!rotary.interleaved)  // pairs (i, i + half): eight of them a vector
-          for (; i + 8 <= half; i += 8) {
-            const f32x8 a = load8(head + i), b = load8(head + half + i);
-            const f32x8 cos = load8(cos_row + i), sin = load8(sin_row + i);
-            store8(head + i, a * cos - b * sin);
-            store8(head + half + i, b * cos + a * sin);
-          }
-        for (; i < half; ++i) {
-          float& first = head[i * first_stride];
-          float& second = head[i * first_stride + second_offset];
-          const float a = first, b = second;
-          first = a * cos_row[i] - b * sin_row[i];
-          second = b * cos_row[i] + a * sin_row[i];
+        if (!rotary.interleaved) {
+          rotate(head, cos_row, sin_row, half);
+          continue;
+        }
+        for (int64_t i = 0; i < half; ++i) {  // pairs (2i, 2i + 1): GLM-4's, a few heads' worth
+          const float a = head[2 * i], b = head[2 * i + 1];
+          head[2 * i] = a * cos_row[i] - b * sin_row[i];
+          head[2 * i + 1] = b * cos_row[i] + a * sin_row[i];
         }
       }
     }
@@ -146,16 +133,19 @@ void kv_cache_write(ThreadPool& pool, const Tensor& cache, const Tensor& entries
   });
 }
 
-void silu_mul(ThreadPool& pool, const Tensor& gate, const Tensor& up, const Tensor& out) {
+namespace {
+
+// out = multiply(gate, up): up is copied to out, then multiplied in place by the
+// activation of gate (a RowKernels epilogue) piece by piece.
+void gated_product(ThreadPool& pool, const Tensor& gate, const Tensor& up, const Tensor& out,
+                   void (*multiply)(const float* gate, float* inout, int64_t count)) {
   const float* g = gate.data<float>();
   const float* u = up.data<float>();
   float* result = out.mutable_data<float>();
-  // The gated MLP's epilogue kernel (vector e^x), in place on a copy of up.
-  const auto silu_multiply = matmul_kernels().silu_multiply;
   for_row_ranges(pool, out.numel(), 1, [&](int64_t begin, int64_t end) {
     if (result != g) {
       if (result != u) std::copy(u + begin, u + end, result + begin);
-      silu_multiply(g + begin, result + begin, end - begin);
+      multiply(g + begin, result + begin, end - begin);
       return;
     }
     // out is gate itself: each piece of gate is set aside before up lands on it.
@@ -165,43 +155,44 @@ void silu_mul(ThreadPool& pool, const Tensor& gate, const Tensor& up, const Tens
       const int64_t count = std::min(piece, end - i);
       std::copy(g + i, g + i + count, gate_piece);
       std::copy(u + i, u + i + count, result + i);
-      silu_multiply(gate_piece, result + i, count);
+      multiply(gate_piece, result + i, count);
     }
   });
 }
 
+}  // namespace
+
+void silu_mul(ThreadPool& pool, const Tensor& gate, const Tensor& up, const Tensor& out) {
+  gated_product(pool, gate, up, out, matmul_kernels().rows.silu_multiply);
+}
+
 void gelu_tanh_mul(ThreadPool& pool, const Tensor& gate, const Tensor& up, const Tensor& out) {
-  const float* g = gate.data<float>();
-  const float* u = up.data<float>();
-  float* result = out.mutable_data<float>();
-  for_row_ranges(pool, out.numel(), 1, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) result[i] = reference::gelu_tanh(g[i]) * u[i];
-  });
+  gated_product(pool, gate, up, out, matmul_kernels().rows.gelu_tanh_multiply);
 }
 
 void scale(ThreadPool& pool, const Tensor& x, float factor, const Tensor& out) {
   const float* in = x.data<float>();
   float* result = out.mutable_data<float>();
-  for_row_ranges(pool, out.numel(), 1, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) result[i] = in[i] * factor;
-  });
+  const auto scale_by = matmul_kernels().rows.scale;
+  for_row_ranges(pool, out.numel(), 1,
+                 [&](int64_t begin, int64_t end) { scale_by(in + begin, factor, result + begin, end - begin); });
 }
 
 void softcap(ThreadPool& pool, const Tensor& x, float cap, const Tensor& out) {
   const float* in = x.data<float>();
   float* result = out.mutable_data<float>();
-  for_row_ranges(pool, out.numel(), 1, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) result[i] = cap * std::tanh(in[i] / cap);
-  });
+  const auto cap_at = matmul_kernels().rows.softcap;
+  for_row_ranges(pool, out.numel(), 1,
+                 [&](int64_t begin, int64_t end) { cap_at(in + begin, cap, result + begin, end - begin); });
 }
 
 void add(ThreadPool& pool, const Tensor& a, const Tensor& b, const Tensor& out) {
   const float* x = a.data<float>();
   const float* y = b.data<float>();
   float* result = out.mutable_data<float>();
-  for_row_ranges(pool, out.numel(), 1, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) result[i] = x[i] + y[i];
-  });
+  const auto sum = matmul_kernels().rows.add;
+  for_row_ranges(pool, out.numel(), 1,
+                 [&](int64_t begin, int64_t end) { sum(x + begin, y + begin, result + begin, end - begin); });
 }
 
 }  // namespace shardlm::backends::cpu

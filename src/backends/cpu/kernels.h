@@ -38,7 +38,6 @@ void kv_cache_write(ThreadPool& pool, const Tensor& cache, const Tensor& entries
                     const Tensor& cache_rows);
 void silu_mul(ThreadPool& pool, const Tensor& gate, const Tensor& up, const Tensor& out);
 void add(ThreadPool& pool, const Tensor& a, const Tensor& b, const Tensor& out);
-// The elementwise ops of backends/backend.h that have no vector kernel, split over the pool.
 void gelu_tanh_mul(ThreadPool& pool, const Tensor& gate, const Tensor& up, const Tensor& out);
 void scale(ThreadPool& pool, const Tensor& x, float factor, const Tensor& out);
 void softcap(ThreadPool& pool, const Tensor& x, float cap, const Tensor& out);

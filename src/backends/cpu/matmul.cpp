@@ -206,7 +206,7 @@ void gated_linear(ThreadPool& pool, const Tensor& x, const Tensor& gate_weight, 
     add_bias(gate_bias, rows, begin, end, gate, out_features);
     add_bias(up_bias, rows, begin, end, result, out_features);
     for (int64_t r = 0; r < rows; ++r)
-      matmul_kernels().silu_multiply(gate + r * out_features + begin, result + r * out_features + begin, end - begin);
+      matmul_kernels().rows.silu_multiply(gate + r * out_features + begin, result + r * out_features + begin, end - begin);
   });
 }
 

@@ -265,7 +265,7 @@ const MatmulKernels* amx_matmul_kernels() {
                                      .gemv_input_row_floats = fallback().gemv_input_row_floats,
                                      .decode_blocks = fallback().decode_blocks,
                                      .gemv_blocks = fallback().gemv_blocks,
-                                     .silu_multiply = fallback().silu_multiply,
+                                     .rows = fallback().rows,
                                      .gemm_rounds_input_to_bf16 = runs_on_tiles,
                                      .flash_block = attention.flash_block,
                                      .decode_attention = attention.decode_attention,

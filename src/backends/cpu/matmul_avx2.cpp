@@ -23,6 +23,7 @@
 
 #include "backends/cpu/avx2_gemm.h"
 #include "backends/cpu/ggml_block_kernels.h"
+#include "backends/cpu/row_kernels.h"
 
 namespace shardlm::backends::cpu {
 namespace {
@@ -330,17 +331,6 @@ void gemm_typed(const float* packed_x, int64_t rows, const WeightView& w, int64_
   }
 }
 
-void silu_multiply(const float* gate, float* inout, int64_t count) {
-  const __m256 one = _mm256_set1_ps(1.0f);
-  int64_t i = 0;
-  for (; i + 8 <= count; i += 8) {
-    const __m256 g = _mm256_loadu_ps(gate + i);
-    const __m256 silu = _mm256_div_ps(g, _mm256_add_ps(one, exp8(_mm256_sub_ps(_mm256_setzero_ps(), g))));
-    _mm256_storeu_ps(inout + i, _mm256_mul_ps(_mm256_loadu_ps(inout + i), silu));
-  }
-  for (; i < count; ++i) inout[i] *= gate[i] / (1.0f + std::exp(-gate[i]));
-}
-
 void gemv(const float* x, int64_t rows, const WeightView& w, int64_t o_begin, int64_t o_end, float* out,
           int64_t stride) {
   with_dtype(w.dtype, [&](auto dtype) { gemv_typed<dtype.value>(x, rows, w, o_begin, o_end, out, stride); });
@@ -369,7 +359,7 @@ const MatmulKernels* avx2_matmul_kernels() {
                                      .pack_gemv_input = pack_gemv_input,
                                      .gemv_input_row_floats = gemv_input_row_floats,
                                      .decode_blocks = decode_ggml_blocks, .gemv_blocks = ggml_blocks_gemv,
-                                     .silu_multiply = silu_multiply,
+                                     .rows = row_kernels,
                                      .flash_block = avx2_flash_block,
                                      .decode_attention = avx2_decode_attention};
   return cpu_has_avx2_fma_f16c() ? &kernels : nullptr;

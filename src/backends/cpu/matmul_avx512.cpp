@@ -22,6 +22,7 @@
 #include "backends/cpu/avx2_gemm.h"
 #include "backends/cpu/avx512_gemm.h"
 #include "backends/cpu/ggml_block_kernels.h"
+#include "backends/cpu/row_kernels.h"
 
 namespace shardlm::backends::cpu {
 namespace {
@@ -32,19 +33,7 @@ using avx2::load1;
 using avx2::row_pointer;
 using avx512::first_lanes;
 
-// Where the gemv's prefetches land (avx2::gemv_prefetch_bytes ahead of its reads): L2 on
-// AMD, as matmul_avx2.cpp's note says Zen 4 wants; L1 on Intel, where on Sapphire Rapids
-// (bench/weight_stream, kernels over bare reads of the same bytes, three alternating
-// pairs of builds) T0 read bf16 at 0.95 - 0.99 against T1's 0.84 - 0.89, int8 at 0.87 -
-// 0.88 against 0.73 - 0.87.
-enum class PrefetchInto { l1, l2 };
-
-template <PrefetchInto Into>
-inline void prefetch_ahead(const void* row, int64_t byte_offset) {
-  const char* line = static_cast<const char*>(row) + byte_offset + avx2::gemv_prefetch_bytes;
-  if constexpr (Into == PrefetchInto::l1) _mm_prefetch(line, _MM_HINT_T0);
-  else _mm_prefetch(line, _MM_HINT_T1);
-}
+using avx512::PrefetchInto, avx512::prefetch_ahead;
 
 // Sixteen consecutive weights of a row from element k, as f32 (f32, bf16, f16), the
 // lanes past `mask` zero.
@@ -409,10 +398,9 @@ void gemm_typed(const float* packed_x, int64_t rows, const WeightView& w, int64_
 
 void gemv(const float* x, int64_t rows, const WeightView& w, int64_t o_begin, int64_t o_end, float* out,
           int64_t stride) {
-  static const bool intel = __builtin_cpu_is("intel");
   avx2::with_dtype(w.dtype, [&](auto dtype) {
-    if (intel) gemv_typed<dtype.value, PrefetchInto::l1>(x, rows, w, o_begin, o_end, out, stride);
-    else gemv_typed<dtype.value, PrefetchInto::l2>(x, rows, w, o_begin, o_end, out, stride);
+    avx512::with_prefetch_target(
+        [&](auto into) { gemv_typed<dtype.value, into.value>(x, rows, w, o_begin, o_end, out, stride); });
   });
 }
 
@@ -430,8 +418,7 @@ const MatmulKernels* avx512_matmul_kernels() {
                                      .pack_gemv_input = pack_gemv_input,
                                      .gemv_input_row_floats = gemv_input_row_floats,
                                      .decode_blocks = decode_ggml_blocks, .gemv_blocks = ggml_blocks_gemv,
-                                     // The AVX2 table's: ~1% of a prefill, memory-bound in decode.
-                                     .silu_multiply = avx2_matmul_kernels()->silu_multiply,
+                                     .rows = row_kernels,
                                      // Attention: the AVX2 kernels still (no 16-lane ones yet).
                                      .flash_block = avx2_matmul_kernels()->flash_block,
                                      .decode_attention = avx2_matmul_kernels()->decode_attention};

@@ -2,9 +2,10 @@
 // weights with VDPBF16PS, which multiplies 16 pairs of bf16 values and adds each
 // pair's two products to an f32 lane: twice the multiply-adds of an f32 FMA in one
 // instruction; and decode steps of several sequences over bf16 weights the same way.
-// Prefill over int8 weights runs on AVX512_VNNI (matmul_avx512_vnni.cpp). Everything else
-// (decode's gemv of up to 4 rows, f32 and f16 weights, a row length that is not a multiple
-// of 32) runs the AVX-512 table's kernels.
+// Prefill over int8 weights and decode over int4 ones run on AVX512_VNNI
+// (matmul_avx512_vnni.cpp). Everything else (decode's gemv of up to 4 rows over other
+// weights, f32 and f16 weights, a row length that is not a multiple of 32) runs the AVX-512
+// table's kernels.
 //
 // As the AMX table (and llama.cpp, and transformers running a bf16 model), the
 // activations are rounded to bf16 (nearest even) once per op; the products and their
@@ -193,6 +194,24 @@ void gemm(const float* x, int64_t rows, const WeightView& w, int64_t o_begin, in
   else fallback().gemm(x, rows, w, o_begin, o_end, out, stride);
 }
 
+// int4 weights' gemv: VPDPBUSD (avx512_vnni_gemm.h), where the CPU has it.
+bool gemv_on_quads(DType weight_dtype, int64_t in) {
+  return weight_dtype == DType::i4 && avx512_vnni::cpu_runs_vnni() && in % Tensor::quant_block == 0;
+}
+void gemv(const float* x, int64_t rows, const WeightView& w, int64_t o_begin, int64_t o_end, float* out,
+          int64_t stride) {
+  if (gemv_on_quads(w.dtype, w.in)) avx512_vnni::int4_gemv(x, rows, w, o_begin, o_end, out, stride);
+  else fallback().gemv(x, rows, w, o_begin, o_end, out, stride);
+}
+void pack_gemv_input(const float* x, int64_t rows, int64_t in, DType weight_dtype, float* packed) {
+  if (gemv_on_quads(weight_dtype, in)) avx512_vnni::pack_int4_gemv_input(x, rows, in, packed);
+  else fallback().pack_gemv_input(x, rows, in, weight_dtype, packed);
+}
+int64_t gemv_input_row_floats(DType weight_dtype, int64_t in) {
+  if (gemv_on_quads(weight_dtype, in)) return avx512_vnni::int4_gemv_row_floats(in);
+  return fallback().gemv_input_row_floats(weight_dtype, in);
+}
+
 // Prefill attention over a bf16 cache on VDPBF16PS (attention_avx512_bf16.cpp), else AVX2's.
 FlashBlockKernel flash_block(int64_t head_dim) {
   const FlashBlockKernel kernel = avx512_bf16_flash_block(head_dim);
@@ -213,16 +232,17 @@ bool cpu_runs_avx512_bf16() {
 const MatmulKernels* avx512_bf16_matmul_kernels() {
   static const bool runs = cpu_runs_avx512_bf16();
   if (!runs) return nullptr;
-  static const MatmulKernels kernels{.isa = "avx512_bf16", .gemv = fallback().gemv, .gemm = gemm,
+  static const MatmulKernels kernels{.isa = "avx512_bf16", .gemv = gemv, .gemm = gemm,
                                      .pack_input = pack_input, .input_tile_rows = micro_rows,
                                      .gemm_column_block = column_block,
-                                     .pack_gemv_input = fallback().pack_gemv_input,
-                                     .gemv_input_row_floats = fallback().gemv_input_row_floats,
+                                     .pack_gemv_input = pack_gemv_input,
+                                     .gemv_input_row_floats = gemv_input_row_floats,
                                      .decode_blocks = fallback().decode_blocks,
                                      .gemv_blocks = fallback().gemv_blocks,
-                                     .silu_multiply = fallback().silu_multiply,
+                                     .rows = fallback().rows,
                                      .gemm_rounds_input_to_bf16 = runs_on_pairs,
                                      .gemm_rounds_input_to_int8 = runs_on_quads,
+                                     .gemv_rounds_input_to_int8 = gemv_on_quads,
                                      .flash_block = flash_block,
                                      .decode_attention = fallback().decode_attention,
                                      .flash_rounds_to_bf16 = flash_rounds_to_bf16};

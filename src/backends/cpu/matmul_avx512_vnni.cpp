@@ -1,7 +1,7 @@
-// The int8 prefill of the AVX512-BF16 table (AMD Zen 4, Intel Cooper Lake and later, all
-// of which have AVX512_VNNI): int8 weights (an f16 scale s a 32-weight block) against the
-// activations rounded to int8 per 32-element block (a scale d each: llama.cpp's Q8_0
-// activations), by VPDPBUSD, which adds four byte products to an int32 lane: four times
+// The int8 prefill and the int4 decode (at the end of this file) of the AVX512-BF16 table
+// (AMD Zen 4, Intel Cooper Lake and later, all of which have AVX512_VNNI). The prefill: int8
+// weights (an f16 scale s a 32-weight block) against the activations rounded to int8 per
+// 32-element block (a scale d each: llama.cpp's Q8_0 activations), by VPDPBUSD, which adds four byte products to an int32 lane: four times
 // an f32 FMA's multiply-adds an instruction. Each block's int32 sums are scaled into f32:
 //   y[r, o] = sum over blocks b of s[o, b] d[r, b] sum over k in b of q[o, k] xq[r, k].
 // Rounding the activations to 8 bits is what this costs: up to d / 2 per element (1/254
@@ -35,6 +35,7 @@ using avx512::micro_rows;
 constexpr int64_t block = Tensor::quant_block, quads_per_block = block / 4;
 constexpr int64_t panel_width = 32, k_block = 512, column_block = 128;
 constexpr int64_t kernel_rows = 6;  // rows a micro-kernel call takes: half a tile
+using avx512::PrefetchInto;
 
 // Dwords of one tile's k block: quads, scales, starts.
 constexpr int64_t tile_block_dwords(int64_t kc) { return (kc / 4 + 2 * (kc / block)) * micro_rows; }
@@ -140,7 +141,135 @@ void micro_kernel_rows(std::integer_sequence<int, M...>, int64_t rows, const uin
   ((rows == M + 1 ? micro_kernel<M + 1>(tile, first, panel, blocks, c, ldc, width, accumulate) : void()), ...);
 }
 
+// The int4 gemv, with the prefill's int8 activations: VPDPBUSD's 64 products an instruction
+// need no widening of the weights, where the AVX-512 table's VPMADDWD over int16 activations
+// widens them to 16 bits first; one thread's ceiling (kernel_bench, L2-resident weights)
+// doubles, so two threads read int4 weights as fast as memory gives them
+// (docs/PERFORMANCE.md). Four blocks make a step: their 64 weight bytes (byte i of block j holds
+// its values i and i + 16 as q + 8, core/quantize.h) split into the low nibbles and the
+// high ones, each 64 u8 against 64 int8 activations by one VPDPBUSD, whose int32 lane L then
+// sums block L / 4's products. A packed input row: per group of four blocks, the
+// activations of their values 0 - 15 (block by block), then of 16 - 31 (128 bytes); the rows
+// padded with zeros to whole groups; then each block's scale d, then -8 times the sum of
+// its int8 activations (the weights' offset), as f32:
+//   y[r, o] = sum over blocks b of s[o, b] d[r, b] (sum over k in b of u[o, k] xq[r, k] - 8 sum xq[r, b]).
+constexpr int64_t step_blocks = 4;
+int64_t padded_values(int64_t in) { return (in / block + step_blocks - 1) / step_blocks * step_blocks * block; }
+
+// Output rows o + s * part (s < S) against R input rows, as avx2::for_gemv_stream_tiles
+// lays them out; each step reads one 64-byte line of each weight stream.
+template <int R, int S, PrefetchInto Into>
+void int4_tile(const float* packed_x, int64_t row_floats, const WeightView& w, int64_t o, int64_t part, float* out,
+               int64_t stride) {
+  const int64_t blocks = w.in / block, padded = padded_values(w.in);
+  const uint8_t* rows[S];
+  const uint16_t* weight_scales[S];
+  SHARDLM_UNROLL
+  for (int s = 0; s < S; ++s) {
+    rows[s] = static_cast<const uint8_t*>(w.data) + (o + s * part) * (w.in / 2);
+    weight_scales[s] = w.block_scales + (o + s * part) * blocks;
+  }
+  const int8_t* values[R];
+  const float *scales[R], *offsets[R];
+  SHARDLM_UNROLL
+  for (int r = 0; r < R; ++r) {
+    values[r] = reinterpret_cast<const int8_t*>(packed_x + r * row_floats);
+    scales[r] = packed_x + r * row_floats + padded / 4;
+    offsets[r] = scales[r] + padded / block;
+  }
+  const __m512i low_nibbles = _mm512_set1_epi8(0x0F);
+  // Lane L takes block L / 4 of a step.
+  const __m512i step_lanes = _mm512_srli_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), 2);
+  __m512 acc[R][S];
+  SHARDLM_UNROLL
+  for (int r = 0; r < R; ++r)
+    SHARDLM_UNROLL
+    for (int s = 0; s < S; ++s) acc[r][s] = _mm512_setzero_ps();
+  for (int64_t b0 = 0; b0 < blocks; b0 += 16) {
+    const int64_t group = std::min<int64_t>(16, blocks - b0);
+    const __mmask16 mask = avx512::first_lanes(group);
+    __m512 combined[R][S];  // lane b: s[o + s * part, b0 + b] d[r, b0 + b]
+    SHARDLM_UNROLL
+    for (int s = 0; s < S; ++s) {
+      const __m512 weight_scale = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask, weight_scales[s] + b0));
+      SHARDLM_UNROLL
+      for (int r = 0; r < R; ++r) {
+        combined[r][s] = _mm512_mul_ps(weight_scale, _mm512_maskz_loadu_ps(mask, scales[r] + b0));
+        acc[r][s] = _mm512_fmadd_ps(combined[r][s], _mm512_maskz_loadu_ps(mask, offsets[r] + b0), acc[r][s]);
+      }
+    }
+    for (int64_t b = 0; b < group; b += step_blocks) {
+      const int64_t first = b0 + b, count = std::min(step_blocks, blocks - first);
+      const __mmask64 bytes_mask = count == step_blocks ? ~0ull : (1ull << (16 * count)) - 1;
+      const __m512i lanes = _mm512_add_epi32(_mm512_set1_epi32(static_cast<int>(b)), step_lanes);
+      SHARDLM_UNROLL
+      for (int s = 0; s < S; ++s) {
+        avx512::prefetch_ahead<Into>(rows[s], first * 16);
+        const __m512i bytes = _mm512_maskz_loadu_epi8(bytes_mask, rows[s] + first * 16);
+        const __m512i low = _mm512_and_si512(bytes, low_nibbles);
+        const __m512i high = _mm512_and_si512(_mm512_srli_epi16(bytes, 4), low_nibbles);
+        SHARDLM_UNROLL
+        for (int r = 0; r < R; ++r) {
+          const int8_t* x = values[r] + first * block;
+          __m512i sums = _mm512_dpbusd_epi32(_mm512_setzero_si512(), low, _mm512_loadu_si512(x));
+          sums = _mm512_dpbusd_epi32(sums, high, _mm512_loadu_si512(x + 64));
+          acc[r][s] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), _mm512_permutexvar_ps(lanes, combined[r][s]),
+                                      acc[r][s]);
+        }
+      }
+    }
+  }
+  SHARDLM_UNROLL
+  for (int r = 0; r < R; ++r)
+    SHARDLM_UNROLL
+    for (int s = 0; s < S; ++s) out[r * stride + o + s * part] = _mm512_reduce_add_ps(acc[r][s]);
+}
+
 }  // namespace
+
+int64_t int4_gemv_row_floats(int64_t in) { return padded_values(in) / 4 + 2 * (padded_values(in) / block); }
+
+void pack_int4_gemv_input(const float* x, int64_t rows, int64_t in, float* packed) {
+  const int64_t padded = padded_values(in), blocks = in / block;
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = packed + r * int4_gemv_row_floats(in);
+    auto* values = reinterpret_cast<int8_t*>(row);
+    float* scales = row + padded / 4;
+    float* offsets = scales + padded / block;
+    for (int64_t b = 0; b < padded / block; ++b) {
+      int8_t* low = values + (b / step_blocks) * step_blocks * block + (b % step_blocks) * 16;
+      int8_t* high = low + step_blocks * 16;
+      if (b >= blocks) {
+        std::memset(low, 0, 16);
+        std::memset(high, 0, 16);
+        scales[b] = offsets[b] = 0;
+        continue;
+      }
+      const __m512 first = _mm512_loadu_ps(x + r * in + b * block), second = _mm512_loadu_ps(x + r * in + b * block + 16);
+      const float largest = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(first), _mm512_abs_ps(second)));
+      const float inverse = largest > 0 ? 127.0f / largest : 0.0f;
+      const __m512i q_first = _mm512_cvtps_epi32(_mm512_mul_ps(first, _mm512_set1_ps(inverse)));
+      const __m512i q_second = _mm512_cvtps_epi32(_mm512_mul_ps(second, _mm512_set1_ps(inverse)));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(low), _mm512_cvtsepi32_epi8(q_first));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(high), _mm512_cvtsepi32_epi8(q_second));
+      scales[b] = largest / 127.0f;
+      offsets[b] = static_cast<float>(-8 * _mm512_reduce_add_epi32(_mm512_add_epi32(q_first, q_second)));
+    }
+  }
+}
+
+void int4_gemv(const float* packed_x, int64_t rows, const WeightView& w, int64_t o_begin, int64_t o_end, float* out,
+               int64_t stride) {
+  const int64_t row_floats = int4_gemv_row_floats(w.in);
+  avx512::with_prefetch_target([&](auto into) {
+    avx2::for_gemv_row_groups(rows, [&](int64_t r, auto group) {
+      constexpr int R = decltype(group)::value;
+      avx2::for_gemv_stream_tiles<DType::i4, R>(o_begin, o_end, [&]<int Streams>(int64_t o, int64_t part) {
+        int4_tile<R, Streams, into.value>(packed_x + r * row_floats, row_floats, w, o, part, out + r * stride, stride);
+      });
+    });
+  });
+}
 
 bool cpu_runs_vnni() {
   static const bool runs = [] {

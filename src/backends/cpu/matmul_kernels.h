@@ -27,6 +27,25 @@ struct WeightView {
   static WeightView of(const Tensor& weight);
 };
 
+// Rows and elements (row_kernels.h, at each table's vector width). Counts are elements;
+// outputs may be inputs.
+struct RowKernels {
+  // out = x / sqrt(mean(x^2) + eps) * weight, x and out [dim], weight f32 [dim].
+  void (*rms_norm_row)(const float* x, int64_t dim, const float* weight, float eps, float* out) = nullptr;
+  // Rope on one head [2 half]: pair (i, i + half) turned by angle i, cos and sin [half].
+  void (*rotate_half_pairs)(float* head, const float* cos, const float* sin, int64_t half) = nullptr;
+  // inout[i] *= silu(gate[i]) = gate[i] / (1 + e^-gate[i]): the gated MLP's epilogue;
+  // gelu_tanh_multiply the same with transformers' gelu_pytorch_tanh (GeGLU).
+  void (*silu_multiply)(const float* gate, float* inout, int64_t count) = nullptr;
+  void (*gelu_tanh_multiply)(const float* gate, float* inout, int64_t count) = nullptr;
+  void (*add)(const float* a, const float* b, float* out, int64_t count) = nullptr;
+  void (*scale)(const float* x, float factor, float* out, int64_t count) = nullptr;
+  // out = cap tanh(x / cap).
+  void (*softcap)(const float* x, float cap, float* out, int64_t count) = nullptr;
+};
+
+// One table of kernels for every op family the CPU backend runs: matmuls, rows and
+// elements, attention.
 struct MatmulKernels {
   std::string_view isa;
   // Decode-sized inputs, rows <= gemv_max_rows: x f32 [rows, in], or as pack_gemv_input
@@ -58,13 +77,14 @@ struct MatmulKernels {
   void (*decode_blocks)(DType dtype, const std::byte* blocks, int64_t in, float* out) = nullptr;
   void (*gemv_blocks)(const float* x, int64_t rows, const WeightView& weight, int64_t o_begin, int64_t o_end,
                       float* out, int64_t out_stride) = nullptr;
-  // inout[i] *= silu(gate[i]) = gate[i] / (1 + e^-gate[i]): the gated MLP's epilogue.
-  void (*silu_multiply)(const float* gate, float* inout, int64_t count) = nullptr;
+  RowKernels rows;
   // Where gemm rounds the activations to bf16 (gemm_rounds_input_to_bf16); null: never.
   bool (*gemm_rounds_input_to_bf16)(DType weight_dtype, int64_t in) = nullptr;
   // Where gemm rounds the activations to int8 per 32-element block (gemm_rounds_input_to_int8);
   // null: never.
   bool (*gemm_rounds_input_to_int8)(DType weight_dtype, int64_t in) = nullptr;
+  // Where gemv does (gemv_rounds_input_to_int8); null: never.
+  bool (*gemv_rounds_input_to_int8)(DType weight_dtype, int64_t in) = nullptr;
   // The attention kernels of this instruction set for a head_dim (attention_kernels.h),
   // or null (here, or returned) where attention.cpp's own loops run: a forced table
   // (SHARDLM_CPU_KERNELS) then decides attention as it does the matmuls.
@@ -141,6 +161,10 @@ bool flash_rounds_to_bf16(const MatmulKernels& kernels, DType cache_dtype, int64
 // AVX512-BF16 table's over int8 weights, on VPDPBUSD): up to 1/254 of each block's largest
 // magnitude per element, as llama.cpp's Q8_0 activations.
 bool gemm_rounds_input_to_int8(const MatmulKernels& kernels, DType weight_dtype, int64_t in);
+// Whether `kernels`' gemv rounds the activations to int8, a scale per 32-element block (the
+// AVX512-BF16 table's over int4 weights, on VPDPBUSD), as its gemm above and llama.cpp's
+// Q4_0 decode do. Every other gemv keeps them to int16 per block (2^-16 of its largest).
+bool gemv_rounds_input_to_int8(const MatmulKernels& kernels, DType weight_dtype, int64_t in);
 // Every table this CPU can run, best last.
 std::span<const MatmulKernels* const> available_matmul_kernels();
 // The table the CPU backend runs: the best available, or the one whose isa the

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backends/cpu/ggml_block_kernels.h"
+#include "backends/cpu/row_kernels.h"
 #include "backends/cpu/matmul_kernels.h"
 #include "core/quantize.h"
 #include "backends/cpu/simd.h"
@@ -58,16 +59,12 @@ void rows_times_weight(const float* x, int64_t rows, const WeightView& w, int64_
   }
 }
 
-void silu_multiply(const float* gate, float* inout, int64_t count) {
-  for (int64_t i = 0; i < count; ++i) inout[i] *= gate[i] / (1.0f + std::exp(-gate[i]));
-}
-
 }  // namespace
 
 const MatmulKernels& portable_matmul_kernels() {
   static const MatmulKernels kernels{
       .isa = "portable", .gemv = rows_times_weight, .gemm = rows_times_weight, .decode_blocks = decode_ggml_blocks,
-      .gemv_blocks = ggml_blocks_gemv, .silu_multiply = silu_multiply};
+      .gemv_blocks = ggml_blocks_gemv, .rows = row_kernels};
   return kernels;
 }
 
@@ -97,6 +94,10 @@ bool flash_rounds_to_bf16(const MatmulKernels& kernels, DType cache_dtype, int64
 
 bool gemm_rounds_input_to_int8(const MatmulKernels& kernels, DType weight_dtype, int64_t in) {
   return kernels.gemm_rounds_input_to_int8 && kernels.gemm_rounds_input_to_int8(weight_dtype, in);
+}
+
+bool gemv_rounds_input_to_int8(const MatmulKernels& kernels, DType weight_dtype, int64_t in) {
+  return kernels.gemv_rounds_input_to_int8 && kernels.gemv_rounds_input_to_int8(weight_dtype, in);
 }
 
 bool cpu_has_avx512() {

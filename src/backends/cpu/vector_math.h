@@ -4,7 +4,9 @@
 // kernels. A function is instantiated only in the files compiled for the ISA whose
 // vectors it takes; what GCC's operators cannot say (a fused multiply-add: -std=c++20
 // does not contract a * b + c) comes from one overload per width below.
+#if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
+#endif
 
 #include <cstdint>
 
@@ -15,6 +17,14 @@ inline __m256 fused_multiply_add(__m256 a, __m256 b, __m256 c) { return _mm256_f
 #endif
 #if defined(__AVX512F__)
 inline __m512 fused_multiply_add(__m512 a, __m512 b, __m512 c) { return _mm512_fmadd_ps(a, b, c); }
+#endif
+#if !defined(__FMA__)
+// Without an FMA instruction (the portable table's build): a product and a sum, rounded
+// twice; GCC lowers it to whatever vectors the target has.
+template <typename F>
+inline F fused_multiply_add(F a, F b, F c) {
+  return a * b + c;
+}
 #endif
 
 // e^x for every lane, within 2 ulp of std::exp; x below -87.3 (e^x under FLT_MIN, -inf
