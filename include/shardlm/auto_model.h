@@ -126,6 +126,8 @@ class SHARDLM_API AutoModelForCausalLM {
   // Bytes of the weights as loaded (after any dtype conversion or quantization); under
   // tensor parallelism, this rank's.
   size_t weight_bytes() const;
+  // The KV cache's element type (float32 or bfloat16), as given or defaulted at load.
+  DType kv_cache_dtype() const;
   // This process's rank in the tensor-parallel group and the group's size (0 and 1 alone).
   int tp_rank() const;
   int tp_size() const;

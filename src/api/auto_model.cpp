@@ -151,6 +151,7 @@ const GenerationConfig& AutoModelForCausalLM::generation_config() const {
 std::string AutoModelForCausalLM::architecture() const { return impl_->config.architectures.front(); }
 std::string AutoModelForCausalLM::device() const { return impl_->backend->device().to_string(); }
 size_t AutoModelForCausalLM::weight_bytes() const { return impl_->model->weight_bytes(); }
+DType AutoModelForCausalLM::kv_cache_dtype() const { return impl_->model->kv_cache_dtype(); }
 int AutoModelForCausalLM::tp_rank() const { return impl_->model->tp_rank(); }
 int AutoModelForCausalLM::tp_size() const { return impl_->model->tp_size(); }
 

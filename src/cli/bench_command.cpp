@@ -66,6 +66,24 @@ TokenCost token_cost(const io::ModelConfig& config, size_t weight_bytes) {
   return {read * bytes_per_parameter, 2 * multiplied};
 }
 
+// The KV cache bytes one row's decode step reads, on average over the tg test's steps: the
+// step at position p reads the keys and values of positions [0, p] of every layer (only
+// the last window of them where a layer slides), `ranks` sharing the KV heads. The
+// roofline counts them beside the weights: a step cannot read less.
+double kv_read_bytes_per_step(const io::ModelConfig& config, DType cache_dtype, int64_t prompt_tokens, int64_t steps,
+                              int ranks) {
+  if (steps <= 0) return 0;
+  const double per_position = 2.0 * static_cast<double>(std::max<int64_t>(1, config.num_key_value_heads / ranks)) *
+                              static_cast<double>(config.head_dim * static_cast<int64_t>(dtype_size(cache_dtype)));
+  double positions = 0;
+  for (int64_t step = 0; step < steps; ++step)
+    for (int64_t layer = 0; layer < config.num_hidden_layers; ++layer) {
+      const int64_t window = config.attention_window(layer), seen = prompt_tokens + step + 1;
+      positions += static_cast<double>(window > 0 ? std::min(window, seen) : seen);
+    }
+  return per_position * positions / static_cast<double>(steps);
+}
+
 std::vector<int64_t> random_prompt(int64_t length, int64_t vocab, std::mt19937& random) {
   std::uniform_int_distribution<int64_t> token(0, vocab - 1);
   std::vector<int64_t> ids(static_cast<size_t>(length));
@@ -138,6 +156,10 @@ void run(const BenchArguments& args) {
   const int local_ranks = model.tp_size() > 1 ? parallel::world_process_group()->local_size() : 1;
   const int threads = api::default_threads(args.model.threads, local_ranks);
   const TokenCost cost = token_cost(config, model.weight_bytes());
+  // What one decode step of the tg test reads: the weights once, each row's KV cache.
+  const double kv_bytes = kv_read_bytes_per_step(config, model.kv_cache_dtype(), args.tg_prompt_tokens,
+                                                 args.generated_tokens, model.tp_size());
+  const double step_bytes = cost.read_bytes + static_cast<double>(args.batch) * kv_bytes;
   std::mt19937 random(1234);
 
   GenerationConfig generation;
@@ -223,7 +245,7 @@ void run(const BenchArguments& args) {
     }
   }
   const PairedDecode paired =
-      args.paired_probe ? paired_decode(model, tg_prompts(), decode, threads, cost.read_bytes) : PairedDecode{};
+      args.paired_probe ? paired_decode(model, tg_prompts(), decode, threads, step_bytes) : PairedDecode{};
   if (!probe_each) {
     if (local_ranks > 1) parallel::world_process_group()->barrier();
     if (args.generated_tokens > 0) bandwidths.assign(tg.size(), probe_bandwidth());
@@ -231,7 +253,7 @@ void run(const BenchArguments& args) {
   }
   // Shares of the limits: decoding a batch reads the weights once per step for all its rows.
   for (size_t i = 0; i < tg.size(); ++i)
-    if (bandwidths[i] > 0) tg_shares.push_back(100 * tg[i] * cost.read_bytes / (args.batch * bandwidths[i] * 1e9));
+    if (bandwidths[i] > 0) tg_shares.push_back(100 * tg[i] * step_bytes / (args.batch * bandwidths[i] * 1e9));
   for (size_t i = 0; i < pp.size(); ++i)
     if (peaks[i] > 0) pp_shares.push_back(100 * pp[i] * cost.matmul_flops / (peaks[i] * 1e9));
   const Spread pp_spread = spread_of(pp), tg_spread = spread_of(tg), communication = spread_of(tg_communication_ms);
@@ -263,6 +285,7 @@ void run(const BenchArguments& args) {
       {"tg_communication_ms_per_token", communication.mean},
       {"tg_collectives_per_step", spread_of(tg_collectives).mean},
       {"read_bytes_per_token", cost.read_bytes},
+      {"kv_read_bytes_per_token", kv_bytes},
       {"matmul_flops_per_token", cost.matmul_flops},
       {"read_bandwidth_gbs", bandwidth.mean},
       {"read_bandwidth_gbs_stddev", bandwidth.deviation},
@@ -298,9 +321,10 @@ void run(const BenchArguments& args) {
                 static_cast<long long>(args.prompt_tokens), pp_spread.mean, pp_spread.deviation, pp_share.mean,
                 pp_share.deviation, peak.mean, peak_instruction, cost.matmul_flops / 1e9);
   if (args.generated_tokens > 0)
-    std::printf("tg%-6lld %12.2f %10.2f %.1f%% ± %.1f of %.1f GB/s read bandwidth (%.3f GB/token)%s\n",
+    std::printf("tg%-6lld %12.2f %10.2f %.1f%% ± %.1f of %.1f GB/s read bandwidth (%.3f GB/token of weights, %.3f "
+                "of KV cache)%s\n",
                 static_cast<long long>(args.generated_tokens), tg_spread.mean, tg_spread.deviation, tg_share.mean,
-                tg_share.deviation, bandwidth.mean, cost.read_bytes / 1e9,
+                tg_share.deviation, bandwidth.mean, cost.read_bytes / 1e9, kv_bytes / 1e9,
                 args.batch > 1 ? str_cat(", batch ", args.batch, ": tokens of all rows").c_str() : "");
   if (probed_per_repetition)
     std::printf("limits probed before and after each repetition; each share is of their mean\n");
