@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/qwen3_shape_model.sh
-tables=$("$shardlm" devices | sed -n 's/.*matmul kernels [a-z0-9]* (of \(.*\))$/\1/p' | tr -d ',')
+tables=$("$shardlm" devices | sed -n 's/.*CPU kernels [a-z0-9_]* (of \(.*\))$/\1/p' | tr -d ',')
 for round in 1 2; do
   for table in $tables; do
     [ "$table" = portable ] && continue

@@ -14,7 +14,7 @@
 #include <string_view>
 
 #include "backends/cpu/kernels.h"
-#include "backends/cpu/matmul_kernels.h"
+#include "backends/cpu/kernel_table.h"
 #include "backends/cpu/reference_kernels.h"
 #include "core/quantize.h"
 
@@ -39,7 +39,7 @@ void BM_Gemv(benchmark::State& state, DType dtype) {
   const int64_t out = state.range(0), in = state.range(1);
   Tensor w = random_matrix(out, in, dtype), x = random_matrix(1, in, DType::f32);
   std::vector<float> y(static_cast<size_t>(out));
-  const MatmulKernels& kernels = matmul_kernels();
+  const CpuKernels& kernels = cpu_kernels();
   std::vector<float> packed;
   for (auto _ : state) {
     kernels.gemv(gemv_input(kernels, dtype, x.data<float>(), 1, in, packed), 1, WeightView::of(w), 0, out, y.data(),
@@ -56,7 +56,7 @@ void BM_Gemm(benchmark::State& state, DType dtype) {
   const int64_t rows = state.range(0), out = state.range(1), in = state.range(2);
   Tensor w = random_matrix(out, in, dtype), x = random_matrix(rows, in, DType::f32);
   std::vector<float> y(static_cast<size_t>(rows * out));
-  const MatmulKernels& kernels = matmul_kernels();
+  const CpuKernels& kernels = cpu_kernels();
   std::vector<float> packed;
   for (auto _ : state) {
     kernels.gemm(gemm_input(kernels, dtype, x.data<float>(), rows, in, packed), rows, WeightView::of(w), 0, out, y.data(),
@@ -103,8 +103,8 @@ void BM_AttentionDecode(benchmark::State& state) {
 // heads (Qwen3-0.6B's group), by the flash kernel of the table named `isa`, one thread:
 // blocks of 24 positions (48 rows), as attention() makes them.
 void BM_FlashBlock(benchmark::State& state, std::string_view isa) {
-  const MatmulKernels* table = nullptr;
-  for (const MatmulKernels* t : available_matmul_kernels())
+  const CpuKernels* table = nullptr;
+  for (const CpuKernels* t : available_cpu_kernels())
     if (t->isa == isa) table = t;
   const int64_t prompt = 512, group = 2, head_dim = 128, block = 24;
   const FlashBlockKernel flash = table && table->flash_block ? table->flash_block(head_dim) : nullptr;

@@ -3,7 +3,7 @@
 
 #include "backends/backend.h"
 #include "backends/cpu/cpu_backend.h"
-#include "backends/cpu/matmul_kernels.h"
+#include "backends/cpu/kernel_table.h"
 #include "core/logging.h"
 #include "backends/pjrt/pjrt_backend.h"
 #ifdef SHARDLM_HAVE_CUDA
@@ -38,10 +38,10 @@ int device_index(const std::string& device_map, const std::string& kind) {
 std::vector<BackendInfo> list_backends(const std::string& pjrt_plugin) {
   unsigned threads = std::thread::hardware_concurrency();
   std::string tables;
-  for (const cpu::MatmulKernels* table : cpu::available_matmul_kernels())
+  for (const cpu::CpuKernels* table : cpu::available_cpu_kernels())
     tables += str_cat(tables.empty() ? "" : ", ", table->isa);
   return {{"cpu", true, 1,
-           str_cat(threads, " hardware threads; matmul kernels ", cpu::matmul_kernels().isa, " (of ", tables, ")")},
+           str_cat(threads, " hardware threads; CPU kernels ", cpu::cpu_kernels().isa, " (of ", tables, ")")},
           cuda_info(), pjrt::plugin_info("tpu"), pjrt::plugin_info("pjrt", pjrt_plugin)};
 }
 

@@ -16,7 +16,7 @@
 
 #include "api/impl.h"
 #include "backends/cpu/machine_limits.h"
-#include "backends/cpu/matmul_kernels.h"
+#include "backends/cpu/kernel_table.h"
 #include "cli/commands.h"
 #include "cli/model_options.h"
 
@@ -191,7 +191,7 @@ void run(const BenchArguments& args) {
                                             : !args.model.quantize.empty() ? std::optional(DType::i8)
                                             : !args.model.dtype.empty()    ? std::optional(parse_dtype(args.model.dtype))
                                                                            : config.torch_dtype;
-  const backends::cpu::MatmulKernels& table = backends::cpu::matmul_kernels();
+  const backends::cpu::CpuKernels& table = backends::cpu::cpu_kernels();
   const bool on_dot_table = on_cpu && weight_dtype && table.isa == "avx512_bf16";
   const bool bf16_dots =
       on_dot_table && backends::cpu::gemm_rounds_input_to_bf16(table, *weight_dtype, config.hidden_size);
@@ -267,8 +267,8 @@ void run(const BenchArguments& args) {
   nlohmann::json result = {
       {"model", args.model.model},
       {"device", model.device()},
-      // Which matmul kernel table ran (backends/cpu/matmul_kernels.h), on the CPU.
-      {"cpu_kernels", on_cpu ? std::string(backends::cpu::matmul_kernels().isa) : ""},
+      // Which matmul kernel table ran (backends/cpu/kernel_table.h), on the CPU.
+      {"cpu_kernels", on_cpu ? std::string(backends::cpu::cpu_kernels().isa) : ""},
       {"tg_batch", args.batch},
       {"weights", dtype},
       {"threads", threads},
@@ -311,7 +311,7 @@ void run(const BenchArguments& args) {
   }
   std::printf("model %s on %s%s, weights %s, %d threads, %.3f GB of weights, peak RSS %.3f GB%s\n",
               args.model.model.c_str(), model.device().c_str(),
-              on_cpu ? str_cat(" (", backends::cpu::matmul_kernels().isa, " matmul kernels)").c_str() : "",
+              on_cpu ? str_cat(" (", backends::cpu::cpu_kernels().isa, " kernels)").c_str() : "",
               dtype.c_str(), threads, model.weight_bytes() / 1e9,
               peak_rss / 1e9,
               model.tp_size() > 1 ? str_cat(" (per rank of tp_size ", model.tp_size(), ")").c_str() : "");

@@ -1,4 +1,4 @@
-// Every table's attention kernels (matmul_kernels.h: flash_block for prefill, decode_attention
+// Every table's attention kernels (kernel_table.h: flash_block for prefill, decode_attention
 // for decode) against the scalar reference attention, on each table this CPU runs, both
 // cache dtypes and head_dims that take each kernel (16-multiples the AVX2 ones,
 // 32-multiples the AVX512-BF16 flash kernel over a bf16 cache). Prefill blocks cover
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/cpu/matmul_kernels.h"
+#include "backends/cpu/kernel_table.h"
 #include "test_util.h"
 
 namespace shardlm::backends::cpu {
@@ -39,14 +39,14 @@ Tensor reference_attention(const Tensor& q, const Tensor& k, const Tensor& v, co
   return out;
 }
 
-std::string describe_kernel(const MatmulKernels& table, DType cache_dtype, int64_t head_dim) {
+std::string describe_kernel(const CpuKernels& table, DType cache_dtype, int64_t head_dim) {
   return std::string(table.isa) + " " + std::string(dtype_name(cache_dtype)) + " head_dim " + std::to_string(head_dim);
 }
 
 TEST(AttentionKernels, EveryTableFlashBlockMatchesTheReference) {
   std::mt19937 random(5);
   int checked = 0;
-  for (const MatmulKernels* table : available_matmul_kernels())
+  for (const CpuKernels* table : available_cpu_kernels())
     for (DType cache_dtype : {DType::f32, DType::bf16})
       for (int64_t head_dim : {32, 48, 128, 256}) {
         const FlashBlockKernel flash = table->flash_block ? table->flash_block(head_dim) : nullptr;
@@ -88,7 +88,7 @@ TEST(AttentionKernels, EveryTableFlashBlockMatchesTheReference) {
 TEST(AttentionKernels, EveryTableDecodeKernelMatchesTheReference) {
   std::mt19937 random(6);
   int checked = 0;
-  for (const MatmulKernels* table : available_matmul_kernels())
+  for (const CpuKernels* table : available_cpu_kernels())
     for (DType cache_dtype : {DType::f32, DType::bf16})
       for (int64_t head_dim : {32, 48, 128}) {
         const DecodeAttentionKernel decode = table->decode_attention ? table->decode_attention(head_dim) : nullptr;

@@ -7,7 +7,7 @@
 #include <limits>
 
 #include "backends/backend.h"
-#include "backends/cpu/matmul_kernels.h"
+#include "backends/cpu/kernel_table.h"
 #include "backends/cpu/reference_kernels.h"
 #include "test_util.h"
 
@@ -29,7 +29,7 @@ constexpr double backend_tolerance = 1e-5;
 // length is a multiple of 32).
 double matmul_tolerance(const std::string& backend, DType weight_dtype, int64_t rows, int64_t in) {
   if (backend == "cpu")
-    return rows > cpu::gemv_max_rows && cpu::gemm_rounds_input_to_bf16(cpu::matmul_kernels(), weight_dtype, in)
+    return rows > cpu::gemv_max_rows && cpu::gemm_rounds_input_to_bf16(cpu::cpu_kernels(), weight_dtype, in)
                ? 1e-2
                : backend_tolerance;
   return weight_dtype != DType::f32 && rows > 8 ? 1e-2 : backend_tolerance;
@@ -38,7 +38,7 @@ double matmul_tolerance(const std::string& backend, DType weight_dtype, int64_t 
 // The CPU's AVX512-BF16 flash kernel rounds the queries and softmax weights to bf16 over a
 // bf16 cache (as a bf16 model's attention in transformers), 2^-9 relative each.
 double attention_tolerance(const std::string& backend, DType cache_dtype, int64_t head_dim) {
-  return backend == "cpu" && cpu::flash_rounds_to_bf16(cpu::matmul_kernels(), cache_dtype, head_dim)
+  return backend == "cpu" && cpu::flash_rounds_to_bf16(cpu::cpu_kernels(), cache_dtype, head_dim)
              ? 1e-2
              : backend_tolerance;
 }

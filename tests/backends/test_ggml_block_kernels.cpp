@@ -11,7 +11,7 @@
 #include <cstring>
 #include <random>
 
-#include "backends/cpu/matmul_kernels.h"
+#include "backends/cpu/kernel_table.h"
 #include "backends/cpu/reference_kernels.h"
 #include "core/dtype.h"
 #include "core/ggml_blocks.h"
@@ -42,7 +42,7 @@ TEST(GgmlBlockKernels, EveryTableDecodesRealBlocksAsGgufPyDoes) {
     EXPECT_EQ(weight.raw(), static_cast<const void*>(file.tensor_bytes(name).data()));
     const Tensor expected = file.dequantized(std::string(name) + ".expected");
     const int64_t in = weight.shape()[1];
-    for (const MatmulKernels* table : available_matmul_kernels()) {
+    for (const CpuKernels* table : available_cpu_kernels()) {
       ASSERT_NE(table->decode_blocks, nullptr) << table->isa;
       std::vector<float> row(static_cast<size_t>(in));
       for (int64_t r = 0; r < weight.shape()[0]; ++r) {
@@ -95,7 +95,7 @@ TEST(GgmlBlockKernels, EveryTablesProductsMatchTheReference) {
           const std::vector<double> want = to_doubles(expected);
           // Columns [3, out - 2) only: the rest must stay as they were.
           const int64_t begin = 3, end = out_features - 2;
-          for (const MatmulKernels* table : available_matmul_kernels()) {
+          for (const CpuKernels* table : available_cpu_kernels()) {
             Tensor actual = Tensor::zeros({rows, out_features}, DType::f32);
             std::fill_n(actual.mutable_data<float>(), actual.numel(), -12345.0f);
             std::vector<float> packed;

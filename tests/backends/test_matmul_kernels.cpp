@@ -20,7 +20,7 @@
 #include <iostream>
 #include <random>
 
-#include "backends/cpu/matmul_kernels.h"
+#include "backends/cpu/kernel_table.h"
 #include "core/quantize.h"
 #include "test_util.h"
 
@@ -67,7 +67,7 @@ class EveryTable : public ::testing::TestWithParam<DType> {};
 
 TEST_P(EveryTable, MatchesTheReference) {
   std::mt19937 random(7);
-  ASSERT_GE(available_matmul_kernels().size(), 1u);
+  ASSERT_GE(available_cpu_kernels().size(), 1u);
   for (const Case& c : cases(GetParam())) {
     Tensor x = random_tensor({c.rows, c.in}, DType::f32, random);
     Tensor weight = random_weight(c.dtype, c.out_features, c.in, random);
@@ -75,7 +75,7 @@ TEST_P(EveryTable, MatchesTheReference) {
     reference::linear(x, weight, Tensor(), expected);
     // Columns [3, out - 2) only: the kernels must honour the range and leave the rest.
     const int64_t begin = 3, end = c.out_features - 2;
-    for (const MatmulKernels* table : available_matmul_kernels())
+    for (const CpuKernels* table : available_cpu_kernels())
       for (bool use_gemm : {false, true}) {
         if (!use_gemm && c.rows > gemv_max_rows) continue;
         Tensor actual = Tensor::zeros({c.rows, c.out_features}, DType::f32);
@@ -114,7 +114,7 @@ TEST_P(EveryTable, MatchesTheReference) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(MatmulKernels, EveryTable,
+INSTANTIATE_TEST_SUITE_P(CpuKernels, EveryTable,
                          ::testing::Values(DType::f32, DType::bf16, DType::f16, DType::i8, DType::i4),
                          [](const ::testing::TestParamInfo<DType>& info) {
                            return std::string(dtype_name(info.param));
@@ -124,10 +124,10 @@ INSTANTIATE_TEST_SUITE_P(MatmulKernels, EveryTable,
 // (AMX, AVX512-BF16) is exact, so only the sums' order is left: their tiles, pair
 // panels, transposes and (AMX) the two bf16 terms of an f16 weight (exact) or an int8
 // weight times its scale (within 2^-17) must then give the reference to the f32 tolerance.
-TEST(MatmulKernels, Bf16TablesAreExactForBf16Activations) {
+TEST(CpuKernels, Bf16TablesAreExactForBf16Activations) {
   std::mt19937 random(11);
   int checked = 0;
-  for (const MatmulKernels* table : available_matmul_kernels())
+  for (const CpuKernels* table : available_cpu_kernels())
     for (DType dtype : {DType::bf16, DType::f16, DType::i8})
       for (int64_t in : {160, 1056}) {
         if (!gemm_rounds_input_to_bf16(*table, dtype, in)) continue;
@@ -165,10 +165,10 @@ Tensor int8_exact_activations(int64_t rows, int64_t in, std::mt19937& random) {
   return Tensor::from_f32(values, {rows, in});
 }
 
-TEST(MatmulKernels, Int8TablesAreExactForInt8Activations) {
+TEST(CpuKernels, Int8TablesAreExactForInt8Activations) {
   std::mt19937 random(13);
   int checked = 0;
-  for (const MatmulKernels* table : available_matmul_kernels())
+  for (const CpuKernels* table : available_cpu_kernels())
     for (const auto& [dtype, rows] : {std::pair{DType::i8, int64_t{37}}, {DType::i4, int64_t{1}}, {DType::i4, int64_t{4}}})
       for (int64_t in : {96, 1056}) {
         const bool gemm = dtype == DType::i8;

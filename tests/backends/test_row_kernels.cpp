@@ -10,7 +10,7 @@
 #include <random>
 #include <vector>
 
-#include "backends/cpu/matmul_kernels.h"
+#include "backends/cpu/kernel_table.h"
 #include "backends/cpu/reference_kernels.h"
 #include "test_util.h"
 
@@ -36,8 +36,8 @@ Tensor tensor_of(const std::vector<float>& v) { return Tensor::from_f32(v, {stat
 
 template <typename Check>
 void for_every_table(Check check) {
-  ASSERT_GE(available_matmul_kernels().size(), 1u);
-  for (const MatmulKernels* table : available_matmul_kernels()) {
+  ASSERT_GE(available_cpu_kernels().size(), 1u);
+  for (const CpuKernels* table : available_cpu_kernels()) {
     SCOPED_TRACE(std::string(table->isa));
     check(table->rows);
   }

@@ -185,7 +185,7 @@ TEST(Cli, CpuKernelsAreChosenByTheEnvironment) {
   ::setenv("SHARDLM_CPU_KERNELS", "avx3", 1);
   CommandResult wrong = run("devices");
   ::unsetenv("SHARDLM_CPU_KERNELS");
-  EXPECT_TRUE(contains(listed.out, "matmul kernels portable (of portable")) << listed.out;
+  EXPECT_TRUE(contains(listed.out, "CPU kernels portable (of portable")) << listed.out;
   EXPECT_EQ(portable.out, best.out) << portable.err;
   EXPECT_EQ(wrong.exit_code, 1);
   EXPECT_EQ(wrong.out, "");

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backends/backend.h"
-#include "backends/cpu/matmul_kernels.h"
+#include "backends/cpu/kernel_table.h"
 #include "generation/generator.h"
 #include "io/config.h"
 #include "io/safetensors.h"
@@ -34,10 +34,10 @@ void PrintTo(const Fixture& fixture, std::ostream* out) { *out << fixture.name <
 
 // Whether `device` multiplies a bf16 model's activations rounded to bf16 in prefill's
 // matmuls (as transformers runs a bf16 model): an accelerator does, and so does the CPU
-// where it runs the AMX table (backends/cpu/matmul_kernels.h; the fixtures' rows, 64, 128
+// where it runs the AMX table (backends/cpu/kernel_table.h; the fixtures' rows, 64, 128
 // and 160 long, are whole 32-element tiles).
 bool rounds_bf16_activations(const std::string& device) {
-  return device != "cpu" || backends::cpu::gemm_rounds_input_to_bf16(backends::cpu::matmul_kernels(), DType::bf16, 64);
+  return device != "cpu" || backends::cpu::gemm_rounds_input_to_bf16(backends::cpu::cpu_kernels(), DType::bf16, 64);
 }
 
 // Every fixture on every device this build can run. Where bf16 weights multiply

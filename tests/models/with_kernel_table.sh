@@ -6,7 +6,7 @@ set -uo pipefail
 isa=$1
 shardlm=$2
 shift 2
-tables=$("$shardlm" devices | sed -n 's/.*matmul kernels [a-z0-9_]* (of \(.*\)).*/\1/p')
+tables=$("$shardlm" devices | sed -n 's/.*CPU kernels [a-z0-9_]* (of \(.*\)).*/\1/p')
 if ! tr -d ' ' <<<"$tables" | tr ',' '\n' | grep -qx "$isa"; then
   echo "skipped: this CPU runs the kernel tables ${tables:-?}, not $isa"
   exit 77

@@ -12,7 +12,7 @@
 
 #include "backends/cpu/attention_kernels.h"
 #include "backends/cpu/kernels.h"
-#include "backends/cpu/matmul_kernels.h"
+#include "backends/cpu/kernel_table.h"
 #include "backends/cpu/simd.h"
 #include "core/dtype.h"
 #include "core/error.h"
@@ -129,7 +129,7 @@ void attention(ThreadPool& pool, const Tensor& q, const Tensor& k_cache, const T
   // at least min_split_positions whose partial softmaxes are merged after.
   const int64_t wanted = pairs >= 2 * pool.threads() ? 1 : (2 * pool.threads() + pairs - 1) / pairs;
   const int64_t splits = std::clamp<int64_t>(longest / min_split_positions, 1, wanted);
-  const MatmulKernels& table = matmul_kernels();
+  const CpuKernels& table = cpu_kernels();
   const FlashBlockKernel flash = table.flash_block ? table.flash_block(head_dim) : nullptr;
   const DecodeAttentionKernel decode = table.decode_attention ? table.decode_attention(head_dim) : nullptr;
   if (flash && seq * group >= 6 && group <= flash_max_rows && splits == 1) {

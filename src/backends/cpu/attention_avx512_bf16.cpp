@@ -14,7 +14,7 @@
 
 #include "backends/cpu/attention_kernels.h"
 #include "backends/cpu/avx512_bf16_gemm.h"
-#include "backends/cpu/matmul_kernels.h"
+#include "backends/cpu/kernel_table.h"
 #include "backends/cpu/vector_math.h"
 
 namespace shardlm::backends::cpu {
@@ -148,7 +148,7 @@ void flash_block_any(const float* const* queries, const int32_t* positions, int6
 }  // namespace
 
 FlashBlockKernel avx512_bf16_flash_block(int64_t head_dim) {
-  const bool fits = avx512_bf16_matmul_kernels() && head_dim % panel_width == 0 && head_dim <= flash_max_head_dim;
+  const bool fits = avx512_bf16_cpu_kernels() && head_dim % panel_width == 0 && head_dim <= flash_max_head_dim;
   return fits ? flash_block_any : nullptr;
 }
 

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "backends/cpu/matmul_kernels.h"
+#include "backends/cpu/kernel_table.h"
 #include "backends/cpu/vector_math.h"
 #include "core/dtype.h"
 #include "core/error.h"

@@ -9,7 +9,7 @@
 #include <cstdint>
 
 #include "backends/cpu/avx512_gemm.h"
-#include "backends/cpu/matmul_kernels.h"
+#include "backends/cpu/kernel_table.h"
 
 namespace shardlm::backends::cpu::avx512_bf16 {
 

@@ -1,9 +1,9 @@
 #pragma once
 // The int8 prefill on AVX512_VNNI (matmul_avx512_vnni.cpp), which the AVX512-BF16 table
-// runs for int8 weights: its entries, with MatmulKernels' meanings.
+// runs for int8 weights: its entries, with CpuKernels' meanings.
 #include <cstdint>
 
-#include "backends/cpu/matmul_kernels.h"
+#include "backends/cpu/kernel_table.h"
 
 namespace shardlm::backends::cpu::avx512_vnni {
 

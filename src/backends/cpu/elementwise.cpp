@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "backends/cpu/kernels.h"
-#include "backends/cpu/matmul_kernels.h"
+#include "backends/cpu/kernel_table.h"
 #include "core/dtype.h"
 #include "core/error.h"
 
@@ -29,7 +29,7 @@ void rms_norm_rows(ThreadPool& pool, const float* x, int64_t rows, int64_t dim, 
   if (widened.size() < static_cast<size_t>(dim)) widened.resize(static_cast<size_t>(dim));
   convert_to_f32(weight.raw(), weight.dtype(), widened.data(), static_cast<size_t>(dim));
   const float* scale_by = widened.data();
-  const auto norm_row = matmul_kernels().rows.rms_norm_row;
+  const auto norm_row = cpu_kernels().rows.rms_norm_row;
   for_row_ranges(pool, rows, dim, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) norm_row(x + r * dim, dim, scale_by, eps, out + r * dim);
   });
@@ -86,7 +86,7 @@ void rope(ThreadPool& pool, const Tensor& x, const Tensor& positions, const Rota
   float* data = x.mutable_data<float>();
   const RotaryTable& table = rotary_table(pool, positions.data<int32_t>(), tokens, rotary);
   // Pair i is (i, i + half), or (2i, 2i + 1) when interleaved.
-  const auto rotate = matmul_kernels().rows.rotate_half_pairs;
+  const auto rotate = cpu_kernels().rows.rotate_half_pairs;
   for_row_ranges(pool, tokens, heads * head_dim, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
       const float* cos_row = table.cos.data() + t * half;
@@ -163,17 +163,17 @@ void gated_product(ThreadPool& pool, const Tensor& gate, const Tensor& up, const
 }  // namespace
 
 void silu_mul(ThreadPool& pool, const Tensor& gate, const Tensor& up, const Tensor& out) {
-  gated_product(pool, gate, up, out, matmul_kernels().rows.silu_multiply);
+  gated_product(pool, gate, up, out, cpu_kernels().rows.silu_multiply);
 }
 
 void gelu_tanh_mul(ThreadPool& pool, const Tensor& gate, const Tensor& up, const Tensor& out) {
-  gated_product(pool, gate, up, out, matmul_kernels().rows.gelu_tanh_multiply);
+  gated_product(pool, gate, up, out, cpu_kernels().rows.gelu_tanh_multiply);
 }
 
 void scale(ThreadPool& pool, const Tensor& x, float factor, const Tensor& out) {
   const float* in = x.data<float>();
   float* result = out.mutable_data<float>();
-  const auto scale_by = matmul_kernels().rows.scale;
+  const auto scale_by = cpu_kernels().rows.scale;
   for_row_ranges(pool, out.numel(), 1,
                  [&](int64_t begin, int64_t end) { scale_by(in + begin, factor, result + begin, end - begin); });
 }
@@ -181,7 +181,7 @@ void scale(ThreadPool& pool, const Tensor& x, float factor, const Tensor& out) {
 void softcap(ThreadPool& pool, const Tensor& x, float cap, const Tensor& out) {
   const float* in = x.data<float>();
   float* result = out.mutable_data<float>();
-  const auto cap_at = matmul_kernels().rows.softcap;
+  const auto cap_at = cpu_kernels().rows.softcap;
   for_row_ranges(pool, out.numel(), 1,
                  [&](int64_t begin, int64_t end) { cap_at(in + begin, cap, result + begin, end - begin); });
 }
@@ -190,7 +190,7 @@ void add(ThreadPool& pool, const Tensor& a, const Tensor& b, const Tensor& out) 
   const float* x = a.data<float>();
   const float* y = b.data<float>();
   float* result = out.mutable_data<float>();
-  const auto sum = matmul_kernels().rows.add;
+  const auto sum = cpu_kernels().rows.add;
   for_row_ranges(pool, out.numel(), 1,
                  [&](int64_t begin, int64_t end) { sum(x + begin, y + begin, result + begin, end - begin); });
 }

@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "backends/cpu/matmul_kernels.h"
+#include "backends/cpu/kernel_table.h"
 #include "core/dtype.h"
 
 namespace shardlm::backends::cpu {
@@ -131,7 +131,7 @@ inline void decode_ggml_blocks(DType dtype, const std::byte* blocks, int64_t in,
                           [&](int64_t k, ggml_decode::f32xN values) { ggml_decode::store(out + k, values); });
 }
 
-// gemv over a q4_k or q6_k weight (MatmulKernels::gemv_blocks): x f32 [rows, in] as it is.
+// gemv over a q4_k or q6_k weight (CpuKernels::gemv_blocks): x f32 [rows, in] as it is.
 inline void ggml_blocks_gemv(const float* x, int64_t rows, const WeightView& w, int64_t o_begin, int64_t o_end,
                              float* out, int64_t stride) {
   switch (rows) {

@@ -11,7 +11,7 @@
 #include <iterator>
 
 #include "backends/cpu/avx512_vnni_gemm.h"
-#include "backends/cpu/matmul_kernels.h"
+#include "backends/cpu/kernel_table.h"
 #include "core/error.h"
 
 namespace shardlm::backends::cpu {
@@ -169,7 +169,7 @@ double best_gflops(int threads, double flops_per_call, Chains chains) {
 }  // namespace
 
 double measure_bf16_dot_peak_gflops(int threads) {
-  if (avx512_bf16_matmul_kernels() == nullptr) return 0;
+  if (avx512_bf16_cpu_kernels() == nullptr) return 0;
   return best_gflops(threads, 2.0 * 2 * 16 * fma_chains * static_cast<double>(fma_iterations), run_bf16_dot_chains);
 }
 

@@ -1,5 +1,5 @@
 // Linear layers and their fused forms: the output columns are split into tasks for
-// the thread pool; each task runs the best matmul kernel (matmul_kernels.h) on its
+// the thread pool; each task runs the best matmul kernel (kernel_table.h) on its
 // columns and then its epilogue (bias, residual, silu·mul) on the same columns while
 // they are still in cache.
 #include <algorithm>
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "backends/cpu/kernels.h"
-#include "backends/cpu/matmul_kernels.h"
+#include "backends/cpu/kernel_table.h"
 #include "backends/cpu/simd.h"
 #include "core/dtype.h"
 
@@ -72,7 +72,7 @@ void for_column_ranges(ThreadPool& pool, int64_t rows, size_t count, OutFeatures
     });
     return;
   }
-  const int64_t width = matmul_kernels().gemm_column_block;
+  const int64_t width = cpu_kernels().gemm_column_block;
   const auto blocks_of = [&](size_t i) { return (out_features(i) + width - 1) / width; };
   int64_t blocks = 0;
   for (size_t i = 0; i < count; ++i) blocks += blocks_of(i);
@@ -96,7 +96,7 @@ void for_column_ranges(ThreadPool& pool, int64_t rows, int64_t out_features, Tas
 // task to read.
 const float* kernel_input(ThreadPool& pool, const float* x, int64_t rows, int64_t in, DType dtype,
                           std::vector<float>& buffer) {
-  const MatmulKernels& kernels = matmul_kernels();
+  const CpuKernels& kernels = cpu_kernels();
   if (rows <= gemv_max_rows) {
     const int64_t floats = gemv_input_floats(kernels, dtype, rows, in);
     if (floats == 0) return x;
@@ -116,7 +116,7 @@ const float* kernel_input(ThreadPool& pool, const float* x, int64_t rows, int64_
 // out[r, o] = x[r] . weight[o] for o in [begin, end); input as kernel_input gave it.
 void products(const float* input, int64_t rows, const WeightView& weight, int64_t begin, int64_t end, float* out,
               int64_t stride) {
-  const MatmulKernels& kernels = matmul_kernels();
+  const CpuKernels& kernels = cpu_kernels();
   if (is_ggml_blocks(weight.dtype)) return ggml_block_products(kernels, input, rows, weight, begin, end, out, stride);
   (rows <= gemv_max_rows ? kernels.gemv : kernels.gemm)(input, rows, weight, begin, end, out, stride);
 }
@@ -158,9 +158,9 @@ void linear_of(ThreadPool& pool, const float* x, int64_t rows, const Tensor& wei
 
 }  // namespace
 
-void ggml_block_products(const MatmulKernels& kernels, const float* x, int64_t rows, const WeightView& weight,
+void ggml_block_products(const CpuKernels& kernels, const float* x, int64_t rows, const WeightView& weight,
                          int64_t o_begin, int64_t o_end, float* out, int64_t out_stride) {
-  const MatmulKernels& portable = portable_matmul_kernels();
+  const CpuKernels& portable = portable_cpu_kernels();
   if (rows <= gemv_max_rows)
     return (kernels.gemv_blocks ? kernels.gemv_blocks : portable.gemv_blocks)(x, rows, weight, o_begin, o_end, out,
                                                                               out_stride);
@@ -206,7 +206,7 @@ void gated_linear(ThreadPool& pool, const Tensor& x, const Tensor& gate_weight, 
     add_bias(gate_bias, rows, begin, end, gate, out_features);
     add_bias(up_bias, rows, begin, end, result, out_features);
     for (int64_t r = 0; r < rows; ++r)
-      matmul_kernels().rows.silu_multiply(gate + r * out_features + begin, result + r * out_features + begin, end - begin);
+      cpu_kernels().rows.silu_multiply(gate + r * out_features + begin, result + r * out_features + begin, end - begin);
   });
 }
 

@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "backends/cpu/avx512_gemm.h"
-#include "backends/cpu/matmul_kernels.h"
+#include "backends/cpu/kernel_table.h"
 
 namespace shardlm::backends::cpu {
 namespace {
@@ -48,7 +48,7 @@ bool runs_on_tiles(DType weight_dtype, int64_t in) {
 // the rest).
 constexpr int64_t weight_terms(DType weight_dtype) { return weight_dtype == DType::bf16 ? 1 : 2; }
 
-const MatmulKernels& fallback() { return *avx512_matmul_kernels(); }
+const CpuKernels& fallback() { return *avx512_cpu_kernels(); }
 
 // The tile configuration (palette 1): eight tiles of 16 rows x 64 bytes. tmm0-3 hold
 // C, tmm4-5 A (two 16-row blocks of x), tmm6-7 B (two 16-column weight tiles).
@@ -254,12 +254,12 @@ bool cpu_runs_amx_bf16() {
 
 }  // namespace
 
-const MatmulKernels* amx_matmul_kernels() {
+const CpuKernels* amx_cpu_kernels() {
   static const bool runs = cpu_runs_amx_bf16();
   if (!runs) return nullptr;
   // Attention as the AVX512-BF16 table runs it (every AMX CPU has AVX512_BF16).
-  const MatmulKernels& attention = avx512_bf16_matmul_kernels() ? *avx512_bf16_matmul_kernels() : fallback();
-  static const MatmulKernels kernels{.isa = "amx", .gemv = fallback().gemv, .gemm = gemm, .pack_input = pack_input,
+  const CpuKernels& attention = avx512_bf16_cpu_kernels() ? *avx512_bf16_cpu_kernels() : fallback();
+  static const CpuKernels kernels{.isa = "amx", .gemv = fallback().gemv, .gemm = gemm, .pack_input = pack_input,
                                      .input_tile_rows = unit_rows, .gemm_column_block = column_block,
                                      .pack_gemv_input = fallback().pack_gemv_input,
                                      .gemv_input_row_floats = fallback().gemv_input_row_floats,

@@ -1,5 +1,5 @@
 // AVX2 + FMA + F16C matmul kernels. This file alone is compiled with those
-// instructions enabled; matmul_kernels() calls into it only when the CPU has them.
+// instructions enabled; cpu_kernels() calls into it only when the CPU has them.
 //
 // gemv (decode): each weight row is read once from memory, in order, and multiplied
 // into up to four input rows; independent accumulator chains per row keep the FMAs
@@ -353,8 +353,8 @@ void pack_gemv_input(const float* x, int64_t rows, int64_t in, DType weight_dtyp
 
 }  // namespace
 
-const MatmulKernels* avx2_matmul_kernels() {
-  static const MatmulKernels kernels{.isa = "avx2", .gemv = gemv, .gemm = gemm, .pack_input = pack_input,
+const CpuKernels* avx2_cpu_kernels() {
+  static const CpuKernels kernels{.isa = "avx2", .gemv = gemv, .gemm = gemm, .pack_input = pack_input,
                                      .input_tile_rows = micro_rows, .gemm_column_block = column_block,
                                      .pack_gemv_input = pack_gemv_input,
                                      .gemv_input_row_floats = gemv_input_row_floats,

@@ -1,5 +1,5 @@
 // AVX-512 (F, BW, VL, DQ) matmul kernels. This file alone is compiled with those
-// instructions enabled; matmul_kernels() calls into it only when the CPU and the OS
+// instructions enabled; cpu_kernels() calls into it only when the CPU and the OS
 // run them. Same math as the AVX2 table (weights widened exactly to f32, f32 FMAs),
 // on 16 lanes and 32 vector registers:
 //
@@ -135,7 +135,7 @@ void pack_bf16_gemv_input(const float* x, int64_t rows, int64_t in, float* packe
 }
 
 // The AVX2 table's int8 activations: `in` int16 values, then one f32 scale per block.
-const MatmulKernels& int8_input_packer() { return *avx2_matmul_kernels(); }
+const CpuKernels& int8_input_packer() { return *avx2_cpu_kernels(); }
 
 // int8 weights against the int16 activations (rows of `row_floats` floats), output rows
 // o + s * part as in gemv_tile: per block, 32 int8 x int16 products summed pairwise in int32 by one
@@ -411,17 +411,17 @@ void gemm(const float* x, int64_t rows, const WeightView& w, int64_t o_begin, in
 
 }  // namespace
 
-const MatmulKernels* avx512_matmul_kernels() {
+const CpuKernels* avx512_cpu_kernels() {
   if (!cpu_has_avx512()) return nullptr;
-  static const MatmulKernels kernels{.isa = "avx512", .gemv = gemv, .gemm = gemm, .pack_input = pack_input,
+  static const CpuKernels kernels{.isa = "avx512", .gemv = gemv, .gemm = gemm, .pack_input = pack_input,
                                      .input_tile_rows = micro_rows, .gemm_column_block = column_block,
                                      .pack_gemv_input = pack_gemv_input,
                                      .gemv_input_row_floats = gemv_input_row_floats,
                                      .decode_blocks = decode_ggml_blocks, .gemv_blocks = ggml_blocks_gemv,
                                      .rows = row_kernels,
                                      // Attention: the AVX2 kernels still (no 16-lane ones yet).
-                                     .flash_block = avx2_matmul_kernels()->flash_block,
-                                     .decode_attention = avx2_matmul_kernels()->decode_attention};
+                                     .flash_block = avx2_cpu_kernels()->flash_block,
+                                     .decode_attention = avx2_cpu_kernels()->decode_attention};
   return &kernels;
 }
 

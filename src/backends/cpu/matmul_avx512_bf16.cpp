@@ -32,7 +32,7 @@
 
 #include "backends/cpu/avx512_bf16_gemm.h"
 #include "backends/cpu/avx512_vnni_gemm.h"
-#include "backends/cpu/matmul_kernels.h"
+#include "backends/cpu/kernel_table.h"
 
 namespace shardlm::backends::cpu {
 namespace {
@@ -51,7 +51,7 @@ bool runs_on_quads(DType weight_dtype, int64_t in) {
 constexpr int64_t few_rows_max = 64, prefetch_distance = 32;
 bool few_rows(int64_t rows) { return rows <= few_rows_max; }
 
-const MatmulKernels& fallback() { return *avx512_matmul_kernels(); }
+const CpuKernels& fallback() { return *avx512_cpu_kernels(); }
 
 // Where tile t's pairs of k block k0 start: [k block][tile][k pair][12], in 32-bit pairs.
 int64_t packed_tile_offset(int64_t tiles, int64_t in, int64_t t, int64_t k0) {
@@ -229,10 +229,10 @@ bool cpu_runs_avx512_bf16() {
 
 }  // namespace
 
-const MatmulKernels* avx512_bf16_matmul_kernels() {
+const CpuKernels* avx512_bf16_cpu_kernels() {
   static const bool runs = cpu_runs_avx512_bf16();
   if (!runs) return nullptr;
-  static const MatmulKernels kernels{.isa = "avx512_bf16", .gemv = gemv, .gemm = gemm,
+  static const CpuKernels kernels{.isa = "avx512_bf16", .gemv = gemv, .gemm = gemm,
                                      .pack_input = pack_input, .input_tile_rows = micro_rows,
                                      .gemm_column_block = column_block,
                                      .pack_gemv_input = pack_gemv_input,

@@ -9,7 +9,7 @@
 
 #include "backends/cpu/ggml_block_kernels.h"
 #include "backends/cpu/row_kernels.h"
-#include "backends/cpu/matmul_kernels.h"
+#include "backends/cpu/kernel_table.h"
 #include "core/quantize.h"
 #include "backends/cpu/simd.h"
 #include "core/dtype.h"
@@ -61,8 +61,8 @@ void rows_times_weight(const float* x, int64_t rows, const WeightView& w, int64_
 
 }  // namespace
 
-const MatmulKernels& portable_matmul_kernels() {
-  static const MatmulKernels kernels{
+const CpuKernels& portable_cpu_kernels() {
+  static const CpuKernels kernels{
       .isa = "portable", .gemv = rows_times_weight, .gemm = rows_times_weight, .decode_blocks = decode_ggml_blocks,
       .gemv_blocks = ggml_blocks_gemv, .rows = row_kernels};
   return kernels;
@@ -73,30 +73,30 @@ WeightView WeightView::of(const Tensor& weight) {
           weight.quantized() ? weight.block_scales().data<uint16_t>() : nullptr};
 }
 
-std::span<const MatmulKernels* const> available_matmul_kernels() {
-  static const std::vector<const MatmulKernels*> tables = [] {
-    std::vector<const MatmulKernels*> found{&portable_matmul_kernels()};
-    for (const MatmulKernels* table :
-         {avx2_matmul_kernels(), avx512_matmul_kernels(), avx512_bf16_matmul_kernels(), amx_matmul_kernels()})
+std::span<const CpuKernels* const> available_cpu_kernels() {
+  static const std::vector<const CpuKernels*> tables = [] {
+    std::vector<const CpuKernels*> found{&portable_cpu_kernels()};
+    for (const CpuKernels* table :
+         {avx2_cpu_kernels(), avx512_cpu_kernels(), avx512_bf16_cpu_kernels(), amx_cpu_kernels()})
       if (table) found.push_back(table);
     return found;
   }();
   return tables;
 }
 
-bool gemm_rounds_input_to_bf16(const MatmulKernels& kernels, DType weight_dtype, int64_t in) {
+bool gemm_rounds_input_to_bf16(const CpuKernels& kernels, DType weight_dtype, int64_t in) {
   return kernels.gemm_rounds_input_to_bf16 && kernels.gemm_rounds_input_to_bf16(weight_dtype, in);
 }
 
-bool flash_rounds_to_bf16(const MatmulKernels& kernels, DType cache_dtype, int64_t head_dim) {
+bool flash_rounds_to_bf16(const CpuKernels& kernels, DType cache_dtype, int64_t head_dim) {
   return kernels.flash_rounds_to_bf16 && kernels.flash_rounds_to_bf16(cache_dtype, head_dim);
 }
 
-bool gemm_rounds_input_to_int8(const MatmulKernels& kernels, DType weight_dtype, int64_t in) {
+bool gemm_rounds_input_to_int8(const CpuKernels& kernels, DType weight_dtype, int64_t in) {
   return kernels.gemm_rounds_input_to_int8 && kernels.gemm_rounds_input_to_int8(weight_dtype, in);
 }
 
-bool gemv_rounds_input_to_int8(const MatmulKernels& kernels, DType weight_dtype, int64_t in) {
+bool gemv_rounds_input_to_int8(const CpuKernels& kernels, DType weight_dtype, int64_t in) {
   return kernels.gemv_rounds_input_to_int8 && kernels.gemv_rounds_input_to_int8(weight_dtype, in);
 }
 
@@ -104,18 +104,18 @@ bool cpu_has_avx512() {
   // libgcc's checks include the OS's: XCR0 must have the 512-bit state enabled.
   static const bool supported = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                                 __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-                                avx2_matmul_kernels() != nullptr;
+                                avx2_cpu_kernels() != nullptr;
   return supported;
 }
 
 namespace {
 
-const MatmulKernels& chosen_matmul_kernels() {
-  const std::span<const MatmulKernels* const> tables = available_matmul_kernels();
+const CpuKernels& chosen_cpu_kernels() {
+  const std::span<const CpuKernels* const> tables = available_cpu_kernels();
   const char* wanted = std::getenv("SHARDLM_CPU_KERNELS");
   if (wanted == nullptr || *wanted == '\0') return *tables.back();
   std::string names;
-  for (const MatmulKernels* table : tables) {
+  for (const CpuKernels* table : tables) {
     if (table->isa == wanted) return *table;
     names += (names.empty() ? "" : ", ") + std::string(table->isa);
   }
@@ -125,8 +125,8 @@ const MatmulKernels& chosen_matmul_kernels() {
 
 }  // namespace
 
-const MatmulKernels& matmul_kernels() {
-  static const MatmulKernels& chosen = chosen_matmul_kernels();
+const CpuKernels& cpu_kernels() {
+  static const CpuKernels& chosen = chosen_cpu_kernels();
   return chosen;
 }
 

@@ -1,6 +1,6 @@
 #pragma once
 // The row and elementwise kernels of every CPU kernel table (the entries under "Rows and
-// elements" in matmul_kernels.h): RMSNorm, rope's rotation, the gated MLP epilogues, add,
+// elements" in kernel_table.h): RMSNorm, rope's rotation, the gated MLP epilogues, add,
 // scale and soft-capping. Written once for every vector width: each table's file includes
 // this and is compiled for its instruction set, so the same loops run 4 (SSE2, or any
 // target GCC's vectors lower), 8 (AVX2) or 16 (AVX-512) lanes wide. Internal linkage: the
@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "backends/cpu/matmul_kernels.h"
+#include "backends/cpu/kernel_table.h"
 #include "backends/cpu/vector_math.h"
 
 namespace shardlm::backends::cpu {

@@ -1,10 +1,12 @@
 #pragma once
-// The inner loops of every linear layer, one table per instruction set, and the
-// attention kernels that set runs. The CPU backend picks the best table this processor
-// runs (matmul_kernels()); the portable table is always built, and tests/backends runs
-// each table against the scalar reference (tests/models the goldens with each forced). Both entries compute raw products out[r, o] = x[r] . weight[o] (bias and
-// epilogues are the caller's) for the output columns [o_begin, o_end), so the caller
-// can split columns across threads.
+// The CPU backend's kernel table, one per instruction set: the inner loops of every
+// linear layer, the row and elementwise kernels, and the attention kernels that
+// instruction set runs. The CPU backend picks the best table this processor runs
+// (cpu_kernels()); the portable table is always built, and tests/backends runs each
+// table against the scalar reference (tests/models the goldens with each forced). The
+// matmul entries compute raw products out[r, o] = x[r] . weight[o] (bias and epilogues
+// are the caller's) for the output columns [o_begin, o_end), so the caller can split
+// columns across threads.
 
 #include <cstdint>
 #include <span>
@@ -46,7 +48,7 @@ struct RowKernels {
 
 // One table of kernels for every op family the CPU backend runs: matmuls, rows and
 // elements, attention.
-struct MatmulKernels {
+struct CpuKernels {
   std::string_view isa;
   // Decode-sized inputs, rows <= gemv_max_rows: x f32 [rows, in], or as pack_gemv_input
   // left it where gemv_input_row_floats is not 0 for the weight's dtype.
@@ -94,20 +96,20 @@ struct MatmulKernels {
   // cache_dtype, head_dim); null: never.
   bool (*flash_rounds_to_bf16)(DType cache_dtype, int64_t head_dim) = nullptr;
 };
-inline int64_t input_tiles(const MatmulKernels& kernels, int64_t rows) {
+inline int64_t input_tiles(const CpuKernels& kernels, int64_t rows) {
   return (rows + kernels.input_tile_rows - 1) / kernels.input_tile_rows;
 }
-inline int64_t packed_input_floats(const MatmulKernels& kernels, int64_t rows, int64_t in) {
+inline int64_t packed_input_floats(const CpuKernels& kernels, int64_t rows, int64_t in) {
   return input_tiles(kernels, rows) * kernels.input_tile_rows * in;
 }
 // Floats of pack_gemv_input's copy of x [rows, in] for weights of `weight_dtype`; 0 where
 // gemv reads x as it is.
-inline int64_t gemv_input_floats(const MatmulKernels& kernels, DType weight_dtype, int64_t rows, int64_t in) {
+inline int64_t gemv_input_floats(const CpuKernels& kernels, DType weight_dtype, int64_t rows, int64_t in) {
   if (!kernels.pack_gemv_input) return 0;
   return rows * kernels.gemv_input_row_floats(weight_dtype, in);
 }
 // gemv's input for x [rows, in] on one thread (tests, benchmarks).
-inline const float* gemv_input(const MatmulKernels& kernels, DType weight_dtype, const float* x, int64_t rows,
+inline const float* gemv_input(const CpuKernels& kernels, DType weight_dtype, const float* x, int64_t rows,
                                int64_t in, std::vector<float>& buffer) {
   const int64_t floats = gemv_input_floats(kernels, weight_dtype, rows, in);
   if (floats == 0) return x;
@@ -117,7 +119,7 @@ inline const float* gemv_input(const MatmulKernels& kernels, DType weight_dtype,
 }
 // gemm's input for x [rows, in] on one thread (tests, benchmarks): packed into `buffer`
 // where the table packs, else x.
-inline const float* gemm_input(const MatmulKernels& kernels, DType weight_dtype, const float* x, int64_t rows,
+inline const float* gemm_input(const CpuKernels& kernels, DType weight_dtype, const float* x, int64_t rows,
                                int64_t in, std::vector<float>& buffer) {
   if (!kernels.pack_input) return x;
   buffer.resize(static_cast<size_t>(packed_input_floats(kernels, rows, in)));
@@ -134,42 +136,42 @@ inline DType kernel_dtype(DType dtype) { return is_ggml_blocks(dtype) ? DType::f
 // gemv_max_rows; else a column block of its rows at a time decoded by kernels.decode_blocks
 // into this thread's f32 panel, then kernels' gemm over the panel. The blocks are read
 // once, as stored.
-void ggml_block_products(const MatmulKernels& kernels, const float* x, int64_t rows, const WeightView& weight,
+void ggml_block_products(const CpuKernels& kernels, const float* x, int64_t rows, const WeightView& weight,
                          int64_t o_begin, int64_t o_end, float* out, int64_t out_stride);
 
 // The portable table, the AVX2+FMA+F16C one, the AVX-512 (F, BW, VL, DQ) one, the
 // AVX512-BF16 one (prefill of bf16 weights by VDPBF16PS, the rest AVX-512's) and the AMX
 // one (prefill of bf16, f16 and int8 weights on the tile units, the rest AVX-512's), the
 // last four where this CPU and the OS run them, else null.
-const MatmulKernels& portable_matmul_kernels();
-const MatmulKernels* avx2_matmul_kernels();
-const MatmulKernels* avx512_matmul_kernels();
-const MatmulKernels* avx512_bf16_matmul_kernels();
-const MatmulKernels* amx_matmul_kernels();
+const CpuKernels& portable_cpu_kernels();
+const CpuKernels* avx2_cpu_kernels();
+const CpuKernels* avx512_cpu_kernels();
+const CpuKernels* avx512_bf16_cpu_kernels();
+const CpuKernels* amx_cpu_kernels();
 bool cpu_has_avx512();
 // Whether `kernels`' gemm rounds the activations to bf16 for weights of `weight_dtype`
 // and row length `in` (the AMX table's tile units do, for bf16, f16 and int8 weights whose
 // rows are whole 32-element tiles; the AVX512-BF16 table's dot products for bf16 weights):
 // 2^-9 relative per activation, as a bf16 model runs in transformers or llama.cpp. Every
 // other kernel keeps them f32.
-bool gemm_rounds_input_to_bf16(const MatmulKernels& kernels, DType weight_dtype, int64_t in);
+bool gemm_rounds_input_to_bf16(const CpuKernels& kernels, DType weight_dtype, int64_t in);
 // Whether `kernels`' flash_block rounds the queries and softmax weights to bf16 over a cache
 // of `cache_dtype` (the AVX512-BF16 table's, over a bf16 cache whose head_dim is a multiple
 // of 32): 2^-9 relative each, as a bf16 model's attention in transformers.
-bool flash_rounds_to_bf16(const MatmulKernels& kernels, DType cache_dtype, int64_t head_dim);
+bool flash_rounds_to_bf16(const CpuKernels& kernels, DType cache_dtype, int64_t head_dim);
 // Whether `kernels`' gemm rounds the activations to int8, a scale per 32-element block (the
 // AVX512-BF16 table's over int8 weights, on VPDPBUSD): up to 1/254 of each block's largest
 // magnitude per element, as llama.cpp's Q8_0 activations.
-bool gemm_rounds_input_to_int8(const MatmulKernels& kernels, DType weight_dtype, int64_t in);
+bool gemm_rounds_input_to_int8(const CpuKernels& kernels, DType weight_dtype, int64_t in);
 // Whether `kernels`' gemv rounds the activations to int8, a scale per 32-element block (the
 // AVX512-BF16 table's over int4 weights, on VPDPBUSD), as its gemm above and llama.cpp's
 // Q4_0 decode do. Every other gemv keeps them to int16 per block (2^-16 of its largest).
-bool gemv_rounds_input_to_int8(const MatmulKernels& kernels, DType weight_dtype, int64_t in);
+bool gemv_rounds_input_to_int8(const CpuKernels& kernels, DType weight_dtype, int64_t in);
 // Every table this CPU can run, best last.
-std::span<const MatmulKernels* const> available_matmul_kernels();
+std::span<const CpuKernels* const> available_cpu_kernels();
 // The table the CPU backend runs: the best available, or the one whose isa the
 // environment variable SHARDLM_CPU_KERNELS names (portable, avx2, avx512, amx), for A/B runs
 // on one machine; naming one this CPU lacks is an error.
-const MatmulKernels& matmul_kernels();
+const CpuKernels& cpu_kernels();
 
 }  // namespace shardlm::backends::cpu
