@@ -1,8 +1,9 @@
 // `shardlm bench`: prompt processing (pp) and token generation (tg) speed in the
 // manner of llama-bench, with each figure's share of the machine's physical limit:
 // decode against memory bandwidth (every weight byte is read once per token), prefill
-// against the peak of the instruction its matmuls run (the matrix FLOPs of the prompt):
-// f32 FMAs on the CPU's widest vectors, or bf16 dot products (the avx512_bf16 table).
+// against the peak of the instructions its matmuls run (the matrix FLOPs of the prompt):
+// f32 FMAs on the CPU's widest vectors, or bf16 and int8 dot products (the avx512_bf16
+// table), each weighed by its matmuls' share of the FLOPs (prefill_limit.h).
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -19,6 +20,7 @@
 #include "backends/cpu/kernel_table.h"
 #include "cli/commands.h"
 #include "cli/model_options.h"
+#include "cli/prefill_limit.h"
 
 namespace shardlm::cli {
 namespace {
@@ -184,28 +186,15 @@ void run(const BenchArguments& args) {
            : on_cpu           ? backends::cpu::measure_read_bandwidth_gbs(threads)
                               : 0;
   };
-  // The prefill's limit is the peak of the instruction its matmuls run: on the AVX512-BF16
-  // table bf16 dot products over bf16 weights (twice the f32 FMA's multiply-adds) and int8
-  // dot products over int8 ones (four times), else f32 FMAs.
-  const std::optional<DType> weight_dtype = args.model.quantize == "int4"  ? std::optional(DType::i4)
-                                            : !args.model.quantize.empty() ? std::optional(DType::i8)
-                                            : !args.model.dtype.empty()    ? std::optional(parse_dtype(args.model.dtype))
-                                                                           : config.torch_dtype;
-  const backends::cpu::CpuKernels& table = backends::cpu::cpu_kernels();
-  const bool on_dot_table = on_cpu && weight_dtype && table.isa == "avx512_bf16";
-  const bool bf16_dots =
-      on_dot_table && backends::cpu::gemm_rounds_input_to_bf16(table, *weight_dtype, config.hidden_size);
-  const bool int8_dots =
-      on_dot_table && backends::cpu::gemm_rounds_input_to_int8(table, *weight_dtype, config.hidden_size);
-  const char* peak_instruction = bf16_dots   ? "bf16 dot product (VDPBF16PS)"
-                                 : int8_dots ? "int8 dot product (VPDPBUSD)"
-                                             : "f32 FMA";
+  // The prefill's limit: the peak of the instruction each of its matmuls runs, weighed by
+  // its FLOPs (prefill_limit.h).
+  const PrefillLimit limit =
+      on_cpu ? prefill_limit(config, loaded.files, args.model, backends::cpu::cpu_kernels()) : PrefillLimit{};
+  const std::string peak_instruction = limit.describe();
   const auto probe_peak = [&] {
     if (args.fma_peak_gflops) return *args.fma_peak_gflops;
     if (!on_cpu) return 0.0;
-    return bf16_dots   ? backends::cpu::measure_bf16_dot_peak_gflops(threads)
-           : int8_dots ? backends::cpu::measure_int8_dot_peak_gops(threads)
-                       : backends::cpu::measure_fma_peak_gflops(threads);
+    return limit.peak_gflops([&](PeakInstruction instruction) { return measure_peak(instruction, threads); });
   };
   GenerationConfig decode = generation;
   decode.max_new_tokens = args.generated_tokens + 1;  // the first token ends the prefill
@@ -267,7 +256,7 @@ void run(const BenchArguments& args) {
   nlohmann::json result = {
       {"model", args.model.model},
       {"device", model.device()},
-      // Which matmul kernel table ran (backends/cpu/kernel_table.h), on the CPU.
+      // Which kernel table ran (backends/cpu/kernel_table.h), on the CPU.
       {"cpu_kernels", on_cpu ? std::string(backends::cpu::cpu_kernels().isa) : ""},
       {"tg_batch", args.batch},
       {"weights", dtype},
@@ -317,9 +306,12 @@ void run(const BenchArguments& args) {
               model.tp_size() > 1 ? str_cat(" (per rank of tp_size ", model.tp_size(), ")").c_str() : "");
   std::printf("%-8s %12s %10s %s\n", "test", "tok/s", "stddev", "share of the machine's limit (mean ± stddev)");
   if (args.prompt_tokens > 0)
-    std::printf("pp%-6lld %12.2f %10.2f %.1f%% ± %.1f of %.1f GFLOP/s %s peak (%.3f GFLOP/token)\n",
+    std::printf("pp%-6lld %12.2f %10.2f %.1f%% ± %.1f of %.1f GFLOP/s, %s (%.3f GFLOP/token)\n",
                 static_cast<long long>(args.prompt_tokens), pp_spread.mean, pp_spread.deviation, pp_share.mean,
-                pp_share.deviation, peak.mean, peak_instruction, cost.matmul_flops / 1e9);
+                pp_share.deviation, peak.mean,
+                (peak_instruction.starts_with("mix") ? "the peak of a " + peak_instruction : peak_instruction + " peak")
+                    .c_str(),
+                cost.matmul_flops / 1e9);
   if (args.generated_tokens > 0)
     std::printf("tg%-6lld %12.2f %10.2f %.1f%% ± %.1f of %.1f GB/s read bandwidth (%.3f GB/token of weights, %.3f "
                 "of KV cache)%s\n",
