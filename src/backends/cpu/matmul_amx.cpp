@@ -254,9 +254,10 @@ bool cpu_runs_amx_bf16() {
 
 }  // namespace
 
-const CpuKernels* amx_cpu_kernels() {
-  static const bool runs = cpu_runs_amx_bf16();
-  if (!runs) return nullptr;
+namespace {
+
+// Built only once the CPU check has passed: its code may use this file's instructions.
+[[gnu::noinline]] const CpuKernels& table() {
   // Attention as the AVX512-BF16 table runs it (every AMX CPU has AVX512_BF16).
   const CpuKernels& attention = avx512_bf16_cpu_kernels() ? *avx512_bf16_cpu_kernels() : fallback();
   static const CpuKernels kernels{.isa = "amx", .gemv = fallback().gemv, .gemm = gemm, .pack_input = pack_input,
@@ -270,7 +271,14 @@ const CpuKernels* amx_cpu_kernels() {
                                      .flash_block = attention.flash_block,
                                      .decode_attention = attention.decode_attention,
                                      .flash_rounds_to_bf16 = attention.flash_rounds_to_bf16};
-  return &kernels;
+  return kernels;
+}
+
+}  // namespace
+
+const CpuKernels* amx_cpu_kernels() {
+  static const bool runs = cpu_runs_amx_bf16();
+  return runs ? &table() : nullptr;
 }
 
 }  // namespace shardlm::backends::cpu

@@ -353,7 +353,10 @@ void pack_gemv_input(const float* x, int64_t rows, int64_t in, DType weight_dtyp
 
 }  // namespace
 
-const CpuKernels* avx2_cpu_kernels() {
+namespace {
+
+// Built only once the CPU check has passed: its code may use this file's instructions.
+[[gnu::noinline]] const CpuKernels& table() {
   static const CpuKernels kernels{.isa = "avx2", .gemv = gemv, .gemm = gemm, .pack_input = pack_input,
                                      .input_tile_rows = micro_rows, .gemm_column_block = column_block,
                                      .pack_gemv_input = pack_gemv_input,
@@ -362,7 +365,11 @@ const CpuKernels* avx2_cpu_kernels() {
                                      .rows = row_kernels,
                                      .flash_block = avx2_flash_block,
                                      .decode_attention = avx2_decode_attention};
-  return cpu_has_avx2_fma_f16c() ? &kernels : nullptr;
+  return kernels;
 }
+
+}  // namespace
+
+const CpuKernels* avx2_cpu_kernels() { return cpu_has_avx2_fma_f16c() ? &table() : nullptr; }
 
 }  // namespace shardlm::backends::cpu

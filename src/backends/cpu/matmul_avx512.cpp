@@ -411,8 +411,10 @@ void gemm(const float* x, int64_t rows, const WeightView& w, int64_t o_begin, in
 
 }  // namespace
 
-const CpuKernels* avx512_cpu_kernels() {
-  if (!cpu_has_avx512()) return nullptr;
+namespace {
+
+// Built only once the CPU check has passed: its code may use this file's instructions.
+[[gnu::noinline]] const CpuKernels& table() {
   static const CpuKernels kernels{.isa = "avx512", .gemv = gemv, .gemm = gemm, .pack_input = pack_input,
                                      .input_tile_rows = micro_rows, .gemm_column_block = column_block,
                                      .pack_gemv_input = pack_gemv_input,
@@ -422,7 +424,11 @@ const CpuKernels* avx512_cpu_kernels() {
                                      // Attention: the AVX2 kernels still (no 16-lane ones yet).
                                      .flash_block = avx2_cpu_kernels()->flash_block,
                                      .decode_attention = avx2_cpu_kernels()->decode_attention};
-  return &kernels;
+  return kernels;
 }
+
+}  // namespace
+
+const CpuKernels* avx512_cpu_kernels() { return cpu_has_avx512() ? &table() : nullptr; }
 
 }  // namespace shardlm::backends::cpu

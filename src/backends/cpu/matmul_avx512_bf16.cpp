@@ -229,9 +229,10 @@ bool cpu_runs_avx512_bf16() {
 
 }  // namespace
 
-const CpuKernels* avx512_bf16_cpu_kernels() {
-  static const bool runs = cpu_runs_avx512_bf16();
-  if (!runs) return nullptr;
+namespace {
+
+// Built only once the CPU check has passed: its code may use this file's instructions.
+[[gnu::noinline]] const CpuKernels& table() {
   static const CpuKernels kernels{.isa = "avx512_bf16", .gemv = gemv, .gemm = gemm,
                                      .pack_input = pack_input, .input_tile_rows = micro_rows,
                                      .gemm_column_block = column_block,
@@ -246,7 +247,14 @@ const CpuKernels* avx512_bf16_cpu_kernels() {
                                      .flash_block = flash_block,
                                      .decode_attention = fallback().decode_attention,
                                      .flash_rounds_to_bf16 = flash_rounds_to_bf16};
-  return &kernels;
+  return kernels;
+}
+
+}  // namespace
+
+const CpuKernels* avx512_bf16_cpu_kernels() {
+  static const bool runs = cpu_runs_avx512_bf16();
+  return runs ? &table() : nullptr;
 }
 
 }  // namespace shardlm::backends::cpu
