@@ -1,8 +1,9 @@
 // The int8 prefill and the int4 decode (at the end of this file) of the AVX512-BF16 table
 // (AMD Zen 4, Intel Cooper Lake and later, all of which have AVX512_VNNI). The prefill: int8
 // weights (an f16 scale s a 32-weight block) against the activations rounded to int8 per
-// 32-element block (a scale d each: llama.cpp's Q8_0 activations), by VPDPBUSD, which adds four byte products to an int32 lane: four times
-// an f32 FMA's multiply-adds an instruction. Each block's int32 sums are scaled into f32:
+// 32-element block (a scale d each: llama.cpp's Q8_0 activations), by VPDPBUSD, which adds
+// four byte products to an int32 lane: four times an f32 FMA's multiply-adds an instruction.
+// Each block's int32 sums are scaled into f32:
 //   y[r, o] = sum over blocks b of s[o, b] d[r, b] sum over k in b of q[o, k] xq[r, k].
 // Rounding the activations to 8 bits is what this costs: up to d / 2 per element (1/254
 // of the block's largest), against the f32 FMAs' exact products; tests/backends holds the
@@ -179,7 +180,8 @@ void int4_tile(const float* packed_x, int64_t row_floats, const WeightView& w, i
   }
   const __m512i low_nibbles = _mm512_set1_epi8(0x0F);
   // Lane L takes block L / 4 of a step.
-  const __m512i step_lanes = _mm512_srli_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), 2);
+  const __m512i step_lanes =
+      _mm512_srli_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), 2);
   __m512 acc[R][S];
   SHARDLM_UNROLL
   for (int r = 0; r < R; ++r)
@@ -245,7 +247,8 @@ void pack_int4_gemv_input(const float* x, int64_t rows, int64_t in, float* packe
         scales[b] = offsets[b] = 0;
         continue;
       }
-      const __m512 first = _mm512_loadu_ps(x + r * in + b * block), second = _mm512_loadu_ps(x + r * in + b * block + 16);
+      const float* values_of_block = x + r * in + b * block;
+      const __m512 first = _mm512_loadu_ps(values_of_block), second = _mm512_loadu_ps(values_of_block + 16);
       const float largest = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(first), _mm512_abs_ps(second)));
       const float inverse = largest > 0 ? 127.0f / largest : 0.0f;
       const __m512i q_first = _mm512_cvtps_epi32(_mm512_mul_ps(first, _mm512_set1_ps(inverse)));
