@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "backends/cpu/kernel_table.h"
+#include "backends/cpu/native_vectors.h"
 #include "core/dtype.h"
 
 namespace shardlm::backends::cpu {
@@ -19,14 +20,7 @@ namespace {
 
 namespace ggml_decode {
 
-#if defined(__AVX512F__)
-constexpr int lanes = 16;
-#elif defined(__AVX__)
-constexpr int lanes = 8;
-#else
-constexpr int lanes = 4;
-#endif
-using f32xN = float __attribute__((vector_size(lanes * 4)));
+using native::f32xN, native::lanes, native::store;
 using u8xN = uint8_t __attribute__((vector_size(lanes)));
 
 inline u8xN load(const uint8_t* p) {
@@ -34,7 +28,6 @@ inline u8xN load(const uint8_t* p) {
   std::memcpy(&v, p, sizeof v);
   return v;
 }
-inline void store(float* p, f32xN v) { std::memcpy(p, &v, sizeof v); }
 using i32xN = int32_t __attribute__((vector_size(lanes * 4)));
 // Through int32: GCC converts uint8 lanes to float one at a time, int32 ones whole.
 inline f32xN widen(u8xN v) { return __builtin_convertvector(__builtin_convertvector(v, i32xN), f32xN); }
@@ -44,11 +37,7 @@ inline float f16(const std::byte* p) {
   return f16_to_f32(bits);
 }
 
-inline f32xN load_floats(const float* p) {
-  f32xN v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
+inline f32xN load_floats(const float* p) { return native::load(p); }
 
 // One Q4_K super-block (144 bytes): d and dmin, eight 6-bit (scale, min) pairs in 12
 // bytes, then 32 bytes of codes per two 32-value sub-blocks (low nibbles the first, high

@@ -1,9 +1,9 @@
 #pragma once
-// The row and elementwise kernels of every CPU kernel table (the entries under "Rows and
-// elements" in kernel_table.h): RMSNorm, rope's rotation, the gated MLP epilogues, add,
-// scale and soft-capping. Written once for every vector width: each table's file includes
-// this and is compiled for its instruction set, so the same loops run 4 (SSE2, or any
-// target GCC's vectors lower), 8 (AVX2) or 16 (AVX-512) lanes wide. Internal linkage: the
+// The row and elementwise kernels of every CPU kernel table (RowKernels in
+// kernel_table.h): RMSNorm, rope's rotation, the gated MLP epilogues, add, scale and
+// soft-capping. Written once for every vector width (native_vectors.h): each table's file
+// includes this and is compiled for its instruction set, so the same loops run 4 (SSE2, or
+// any target GCC's vectors lower), 8 (AVX2) or 16 (AVX-512) lanes wide. Internal linkage: the
 // copies made under different flags must never be merged by the linker. The reference of
 // each is reference_kernels.h's op of the same name; tests/backends checks every table's
 // against it.
@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "backends/cpu/kernel_table.h"
+#include "backends/cpu/native_vectors.h"
 #include "backends/cpu/vector_math.h"
 
 namespace shardlm::backends::cpu {
@@ -20,21 +21,8 @@ namespace {
 
 namespace row_ops {
 
-#if defined(__AVX512F__)
-constexpr int64_t lanes = 16;
-#elif defined(__AVX__)
-constexpr int64_t lanes = 8;
-#else
-constexpr int64_t lanes = 4;
-#endif
-using f32xN = float __attribute__((vector_size(lanes * 4)));
+using native::f32xN, native::lanes, native::load, native::store;
 
-inline f32xN load(const float* p) {
-  f32xN v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-inline void store(float* p, f32xN v) { std::memcpy(p, &v, sizeof v); }
 inline f32xN splat(float value) { return f32xN{} + value; }
 inline float sum_lanes(f32xN v) {
   float sum = 0;
