@@ -15,7 +15,11 @@
 # check (decode time flat in the cache length, two programs a batch size, one compile a
 # phase) is a property of the uninstrumented build, and ASan alone took 65 s of this job
 # for them; and the GGUF k-quant model on pjrt (decoded at load: the golden runs' pjrt
-# path), 14 s.
+# path), 14 s. So do the three slowest engine tests on pjrt (compile everything ahead,
+# staggered requests through fewer slots, short prompt pieces: 138 s here, the same engine
+# code their cpu cases run here), and the check that the library's object code is baseline
+# x86-64 outside the instruction-set files (52 s over ASan's objects: a property of the
+# main build's).
 # So do the install test (label install), whose user projects are built without the sanitizers, and
 # the Python module (a sanitized extension cannot load into an uninstrumented Python).
 set -euo pipefail
@@ -30,5 +34,7 @@ export LSAN_OPTIONS="suppressions=$PWD/scripts/lsan.supp:print_suppressions=0"
 excluded='CompilesForATpuTopology|PjrtTensorParallel|PjrtGeneration\.(Stories260K|DecodeTimeDoesNotGrow|HundredPromptLengths)'
 excluded+='|StaticShapes\.HundredPromptLengths|GgufKQuants\..*/pjrt'
 excluded+='|(CompiledEqualsEagerForEveryChunkSize|BatchOfFourEqualsEachPromptAlone)/.*_pjrt'
+excluded+='|EngineTest\.(CompileAllLeavesNothingToCompile|StaggeredRequestsThroughFewerSlotsEqualEachAlone)/pjrt'
+excluded+='|EngineTest\.ShortPiecesOfPromptsRunInShortChunks/pjrt|library_runs_on_baseline_x86_64'
 ctest --test-dir build-sanitize --output-on-failure -j "$(nproc)" --timeout 900 --label-exclude "mpi|install|server" \
   -E "$excluded"
