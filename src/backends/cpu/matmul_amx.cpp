@@ -261,16 +261,16 @@ namespace {
   // Attention as the AVX512-BF16 table runs it (every AMX CPU has AVX512_BF16).
   const CpuKernels& attention = avx512_bf16_cpu_kernels() ? *avx512_bf16_cpu_kernels() : fallback();
   static const CpuKernels kernels{.isa = "amx", .gemv = fallback().gemv, .gemm = gemm, .pack_input = pack_input,
-                                     .input_tile_rows = unit_rows, .gemm_column_block = column_block,
-                                     .pack_gemv_input = fallback().pack_gemv_input,
-                                     .gemv_input_row_floats = fallback().gemv_input_row_floats,
-                                     .decode_blocks = fallback().decode_blocks,
-                                     .gemv_blocks = fallback().gemv_blocks,
-                                     .rows = fallback().rows,
-                                     .gemm_rounds_input_to_bf16 = runs_on_tiles,
-                                     .flash_block = attention.flash_block,
-                                     .decode_attention = attention.decode_attention,
-                                     .flash_rounds_to_bf16 = attention.flash_rounds_to_bf16};
+                                  .input_tile_rows = unit_rows, .gemm_column_block = column_block,
+                                  .pack_gemv_input = fallback().pack_gemv_input,
+                                  .gemv_input_row_floats = fallback().gemv_input_row_floats,
+                                  .decode_blocks = fallback().decode_blocks,
+                                  .gemv_blocks = fallback().gemv_blocks,
+                                  .rows = fallback().rows,
+                                  .gemm_rounds_input_to_bf16 = runs_on_tiles,
+                                  .flash_block = attention.flash_block,
+                                  .decode_attention = attention.decode_attention,
+                                  .flash_rounds_to_bf16 = attention.flash_rounds_to_bf16};
   return kernels;
 }
 

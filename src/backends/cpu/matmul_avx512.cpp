@@ -416,14 +416,14 @@ namespace {
 // Built only once the CPU check has passed: its code may use this file's instructions.
 [[gnu::noinline]] const CpuKernels& table() {
   static const CpuKernels kernels{.isa = "avx512", .gemv = gemv, .gemm = gemm, .pack_input = pack_input,
-                                     .input_tile_rows = micro_rows, .gemm_column_block = column_block,
-                                     .pack_gemv_input = pack_gemv_input,
-                                     .gemv_input_row_floats = gemv_input_row_floats,
-                                     .decode_blocks = decode_ggml_blocks, .gemv_blocks = ggml_blocks_gemv,
-                                     .rows = row_kernels,
-                                     // Attention: the AVX2 kernels still (no 16-lane ones yet).
-                                     .flash_block = avx2_cpu_kernels()->flash_block,
-                                     .decode_attention = avx2_cpu_kernels()->decode_attention};
+                                  .input_tile_rows = micro_rows, .gemm_column_block = column_block,
+                                  .pack_gemv_input = pack_gemv_input,
+                                  .gemv_input_row_floats = gemv_input_row_floats,
+                                  .decode_blocks = decode_ggml_blocks, .gemv_blocks = ggml_blocks_gemv,
+                                  .rows = row_kernels,
+                                  // Attention: the AVX2 kernels still (no 16-lane ones yet).
+                                  .flash_block = avx2_cpu_kernels()->flash_block,
+                                  .decode_attention = avx2_cpu_kernels()->decode_attention};
   return kernels;
 }
 

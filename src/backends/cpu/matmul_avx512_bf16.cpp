@@ -234,19 +234,19 @@ namespace {
 // Built only once the CPU check has passed: its code may use this file's instructions.
 [[gnu::noinline]] const CpuKernels& table() {
   static const CpuKernels kernels{.isa = "avx512_bf16", .gemv = gemv, .gemm = gemm,
-                                     .pack_input = pack_input, .input_tile_rows = micro_rows,
-                                     .gemm_column_block = column_block,
-                                     .pack_gemv_input = pack_gemv_input,
-                                     .gemv_input_row_floats = gemv_input_row_floats,
-                                     .decode_blocks = fallback().decode_blocks,
-                                     .gemv_blocks = fallback().gemv_blocks,
-                                     .rows = fallback().rows,
-                                     .gemm_rounds_input_to_bf16 = runs_on_pairs,
-                                     .gemm_rounds_input_to_int8 = runs_on_quads,
-                                     .gemv_rounds_input_to_int8 = gemv_on_quads,
-                                     .flash_block = flash_block,
-                                     .decode_attention = fallback().decode_attention,
-                                     .flash_rounds_to_bf16 = flash_rounds_to_bf16};
+                                  .pack_input = pack_input, .input_tile_rows = micro_rows,
+                                  .gemm_column_block = column_block,
+                                  .pack_gemv_input = pack_gemv_input,
+                                  .gemv_input_row_floats = gemv_input_row_floats,
+                                  .decode_blocks = fallback().decode_blocks,
+                                  .gemv_blocks = fallback().gemv_blocks,
+                                  .rows = fallback().rows,
+                                  .gemm_rounds_input_to_bf16 = runs_on_pairs,
+                                  .gemm_rounds_input_to_int8 = runs_on_quads,
+                                  .gemv_rounds_input_to_int8 = gemv_on_quads,
+                                  .flash_block = flash_block,
+                                  .decode_attention = fallback().decode_attention,
+                                  .flash_rounds_to_bf16 = flash_rounds_to_bf16};
   return kernels;
 }
 
