@@ -82,13 +82,14 @@ void BM_LinearBias(benchmark::State& state) {
 
 // Decode attention: one query position over `cached` positions, 16 heads over
 // `kv_heads` KV heads, on `threads` threads (two with one KV head: the split over the
-// cached positions).
+// cached positions), an f32 cache or (a fourth argument of 1) a bf16 one.
 void BM_AttentionDecode(benchmark::State& state) {
   const int64_t cached = state.range(0), kv_heads = state.range(1), heads = 16, head_dim = 128;
+  const DType cache_dtype = state.range(3) ? DType::bf16 : DType::f32;
   ThreadPool pool(static_cast<int>(state.range(2)));
   Tensor q = random_matrix(heads, head_dim, DType::f32).reshape({1, 1, heads, head_dim});
-  Tensor k = random_matrix(kv_heads * cached, head_dim, DType::f32).reshape({1, kv_heads, cached, head_dim});
-  Tensor v = random_matrix(kv_heads * cached, head_dim, DType::f32).reshape({1, kv_heads, cached, head_dim});
+  Tensor k = random_matrix(kv_heads * cached, head_dim, cache_dtype).reshape({1, kv_heads, cached, head_dim});
+  Tensor v = random_matrix(kv_heads * cached, head_dim, cache_dtype).reshape({1, kv_heads, cached, head_dim});
   const int32_t last = static_cast<int32_t>(cached - 1);
   Tensor positions = Tensor::from_i32(std::span(&last, 1), {1, 1});
   Tensor out = Tensor::zeros({1, 1, heads, head_dim}, DType::f32);
@@ -190,7 +191,14 @@ BENCHMARK_CAPTURE(BM_Gemm, bf16, DType::bf16)->Args({512, 1024, 3072})->Args({51
 BENCHMARK_CAPTURE(BM_Gemm, f16, DType::f16)->Args({512, 1024, 3072});
 BENCHMARK_CAPTURE(BM_Gemm, int8, DType::i8)->Args({512, 1024, 3072});
 BENCHMARK(BM_LinearBias)->Arg(0)->Arg(1);
-BENCHMARK(BM_AttentionDecode)->Args({192, 8, 1})->Args({4096, 8, 1})->Args({4096, 1, 1})->Args({4096, 1, 2})->UseRealTime();
+BENCHMARK(BM_AttentionDecode)
+    ->Args({192, 8, 1, 0})
+    ->Args({192, 8, 1, 1})
+    ->Args({4096, 8, 1, 0})
+    ->Args({4096, 8, 1, 1})
+    ->Args({4096, 1, 1, 0})
+    ->Args({4096, 1, 2, 0})
+    ->UseRealTime();
 BENCHMARK_CAPTURE(BM_FlashBlock, avx2, "avx2");
 BENCHMARK_CAPTURE(BM_FlashBlock, avx512_bf16, "avx512_bf16");
 BENCHMARK(BM_RmsNorm)->Arg(1)->Arg(512);

@@ -8,6 +8,7 @@
 // the queries and softmax weights to bf16 (2^-9 relative each).
 #include <gtest/gtest.h>
 
+#include <array>
 #include <string>
 #include <vector>
 
@@ -84,7 +85,9 @@ TEST(AttentionKernels, EveryTableFlashBlockMatchesTheReference) {
 }
 
 // Decode kernels leave the softmax unnormalized (attention_kernels.h): result / sum is the
-// attention over keys [first, visible), here all 300 or the last 100.
+// attention over keys [first, visible), here all 300 or 301 or the last 100. One to eight
+// heads: the kernels take them two, or one, at a time over four or eight keys, and the
+// keys past those one by one.
 TEST(AttentionKernels, EveryTableDecodeKernelMatchesTheReference) {
   std::mt19937 random(6);
   int checked = 0;
@@ -93,22 +96,24 @@ TEST(AttentionKernels, EveryTableDecodeKernelMatchesTheReference) {
       for (int64_t head_dim : {32, 48, 128}) {
         const DecodeAttentionKernel decode = table->decode_attention ? table->decode_attention(head_dim) : nullptr;
         if (!decode) continue;
-        for (int64_t sliding_window : {int64_t{0}, int64_t{100}}) {
-          const int64_t heads = 3, visible = 300, first = sliding_window ? visible - sliding_window : 0;
+        for (const auto& [heads, visible, sliding_window] :
+             {std::array<int64_t, 3>{3, 300, 0}, {3, 300, 100}, {1, 301, 0}, {2, 301, 0}, {8, 299, 100}, {5, 66, 0}}) {
+          const int64_t first = sliding_window ? visible - sliding_window : 0;
           Tensor q = random_tensor({1, 1, heads, head_dim}, DType::f32, random);
           Tensor k = random_tensor({1, 1, cache_positions, head_dim}, cache_dtype, random);
           Tensor v = random_tensor({1, 1, cache_positions, head_dim}, cache_dtype, random);
           const float scale = 0.125f;
           Tensor expected = reference_attention(q, k, v, {static_cast<int32_t>(visible - 1)}, scale, sliding_window);
           Tensor actual = Tensor::zeros(q.shape(), DType::f32);
-          float maximum[heads], sum[heads];
+          float maximum[decode_max_heads], sum[decode_max_heads];
           float* result = actual.mutable_data<float>();
           decode(q.data<float>(), heads, k.raw(), v.raw(), cache_dtype, first, visible, head_dim, scale, result,
                  maximum, sum);
           for (int64_t h = 0; h < heads; ++h)
             for (int64_t d = 0; d < head_dim; ++d) result[h * head_dim + d] /= sum[h];
           EXPECT_LT(relative_error(to_doubles(actual), to_doubles(expected)), sum_order_tolerance)
-              << describe_kernel(*table, cache_dtype, head_dim) << " window " << sliding_window;
+              << describe_kernel(*table, cache_dtype, head_dim) << " heads " << heads << " of " << visible
+              << " keys, window " << sliding_window;
           ++checked;
         }
       }

@@ -45,6 +45,17 @@ TEST(BenchCommand, JsonHasTheThroughputsAndTheirShareOfTheLimits) {
   EXPECT_GT(report["peak_rss_bytes"].get<double>(), report["weight_bytes"].get<double>());
 }
 
+// A share over 100% means the limit was measured at another moment of a drifting machine:
+// the text says so, and only then.
+TEST(BenchCommand, SaysWhenAShareExceedsItsLimit) {
+  auto result = run_shardlm("bench -p 0 -n 4 --tg-prompt 4 -r 1 -t 1 --bandwidth-gbs 0.000001");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("a share over 100%"), std::string::npos) << result.out;
+  result = run_shardlm("bench -p 0 -n 4 --tg-prompt 4 -r 1 -t 1 --bandwidth-gbs 1000000");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out.find("a share over 100%"), std::string::npos) << result.out;
+}
+
 TEST(BenchCommand, PairedProbeScoresEveryDecodeStepOfOneMoreRun) {
   if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) GTEST_SKIP() << "the probe needs AVX2/FMA";
   auto result = run_shardlm("bench -p 0 -n 6 --tg-prompt 4 -r 1 -t 1 --bandwidth-gbs 10 --paired-probe -o json");

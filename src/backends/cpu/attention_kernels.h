@@ -66,14 +66,4 @@ DecodeAttentionKernel avx2_decode_attention(int64_t head_dim);
 // otherwise nullptr. It rounds the queries and the softmax weights to bf16.
 FlashBlockKernel avx512_bf16_flash_block(int64_t head_dim);
 
-namespace avx2 {
-// The flash kernels' online softmax, on AVX2 (head_dim a multiple of 8): one row of a
-// score tile [count], in place: keys outside [first, end) (causal mask, window, padding,
-// the tile's tail up to a multiple of 8) are masked to 0, the rest become
-// e^(score - running maximum); the running maximum and sum, and the row's output o
-// [head_dim] accumulated so far, are rescaled when the maximum grows.
-void online_softmax_tile(float* row, int64_t count, int64_t first, int64_t end, float& maximum, float& sum, float* o,
-                         int64_t head_dim);
-}  // namespace avx2
-
 }  // namespace shardlm::backends::cpu

@@ -9,15 +9,9 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "backends/cpu/kernel_table.h"
+#include "backends/cpu/transpose8.h"
 #include "backends/cpu/vector_math.h"
-#include "core/dtype.h"
-#include "core/error.h"
-#include "core/quantize.h"
-
-// Register tiles live in small arrays indexed by compile-time loops; fully unrolled,
-// they stay in registers (GCC's -O2 would keep some loops and spill the arrays).
-#define SHARDLM_UNROLL _Pragma("GCC unroll 16")
+#include "backends/cpu/weight_rows.h"
 
 namespace shardlm::backends::cpu {
 
@@ -36,42 +30,6 @@ inline bool cpu_has_avx2_fma_f16c() {
 }  // namespace shardlm::backends::cpu
 
 namespace shardlm::backends::cpu::avx2 {
-
-constexpr int64_t block = Tensor::quant_block;
-
-// Calls body(std::integral_constant<DType, dtype>) for the weight's dtype.
-template <typename Body>
-void with_dtype(DType dtype, Body body) {
-  switch (dtype) {
-    case DType::f32: return body(std::integral_constant<DType, DType::f32>{});
-    case DType::bf16: return body(std::integral_constant<DType, DType::bf16>{});
-    case DType::f16: return body(std::integral_constant<DType, DType::f16>{});
-    case DType::i4: return body(std::integral_constant<DType, DType::i4>{});
-    case DType::i8: return body(std::integral_constant<DType, DType::i8>{});
-    default: fail("the matmul kernels take f32, bf16, f16, int8 or int4 weights, not ", dtype_name(dtype));
-  }
-}
-
-// Weights of block-quantized integers with f16 block scales: int8, or int4 two a byte.
-template <DType D>
-constexpr bool block_quantized = D == DType::i8 || D == DType::i4;
-
-// Bytes per weight element of dtype D, known at compile time (dtype_size is not); int4,
-// half a byte, is handled where it is read.
-template <DType D>
-constexpr int64_t element_bytes = D == DType::f32 ? 4 : D == DType::i8 || D == DType::i4 ? 1 : 2;
-
-template <DType D>
-inline const void* row_pointer(const WeightView& w, int64_t row) {
-  if constexpr (D == DType::i4) return static_cast<const std::byte*>(w.data) + row * w.in / 2;
-  return static_cast<const std::byte*>(w.data) + row * w.in * element_bytes<D>;
-}
-
-// Byte offset of element k (a whole block's start for int4) in a row of dtype D.
-template <DType D>
-constexpr int64_t byte_offset(int64_t k) {
-  return D == DType::i4 ? k / 2 : k * element_bytes<D>;
-}
 
 // Sixteen int4 values of a block (elements 0..15 or 16..31: `high`), as int8 in [-8, 7].
 inline __m128i int4_half_block(const void* row, int64_t block_start, bool high) {
@@ -100,15 +58,6 @@ inline __m256 load8(const void* row, int64_t k) {
   }
 }
 
-template <DType D>
-inline float load1(const void* row, int64_t k) {
-  if constexpr (D == DType::f32) return static_cast<const float*>(row)[k];
-  else if constexpr (D == DType::bf16) return bf16_to_f32(static_cast<const uint16_t*>(row)[k]);
-  else if constexpr (D == DType::f16) return f16_to_f32(static_cast<const uint16_t*>(row)[k]);
-  else if constexpr (D == DType::i4) return static_cast<float>(int4_value(static_cast<const uint8_t*>(row), k));
-  else return static_cast<float>(static_cast<const int8_t*>(row)[k]);
-}
-
 inline float horizontal_sum(__m256 v) {
   __m128 sum = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   sum = _mm_add_ps(sum, _mm_movehl_ps(sum, sum));
@@ -126,81 +75,15 @@ inline float horizontal_max(__m256 v) {
   return _mm_cvtss_f32(m);
 }
 
-// How far ahead of its reads the gemv prefetches each weight stream, one line per 64
-// bytes read. A stream's loads alone keep only as many lines in flight as the
-// out-of-order window holds iterations of the loop (~6 instructions per 32 bytes of
-// bf16 weights, ~10 of int8), short of the read bandwidth on a core whose memory is
-// ~100 ns away; hardware prefetch did not make up the rest here. 1 KB ahead, against
-// none, at two threads on Zen 3 (bench/weight_stream, kernels' speed over bare reads of
-// the same bytes): bf16 0.88 -> 1.04, f16 0.85 -> 0.98, f32 0.97 -> 1.05 (512 B and 2 KB
-// gained less); int8, against the read probe, 0.86 -> 0.94.
+// The gemv's prefetch, gemv_prefetch_bytes ahead (weight_rows.h).
 // The hint is T1 (into L2, not L1): Zen 4 honours it, and there T0's lines, held in
 // L1 until used, left bf16 and f16 at 0.74 - 0.87 of a bare read (bf16 at T1: 0.97;
 // bf16 decode 19.0 - 21.6 -> 23.7 - 24.2 tok/s, f16 19.7 - 22.3 -> 21.4 - 27.7, int8
 // 37.9 - 41.3 -> 40.0 - 43.4, alternating builds). On Zen 3 the matmuls alone read ~3.5%
 // slower with T1 (weight_stream, 0.93 of a bare read against T0's 0.97), yet bf16
 // decode tokens ran ~6% faster (19.0 against 17.8 tok/s, seven alternating pairs).
-constexpr int64_t gemv_prefetch_bytes = 1024;
-
 inline void prefetch_ahead(const void* row, int64_t byte_offset) {
   _mm_prefetch(static_cast<const char*>(row) + byte_offset + gemv_prefetch_bytes, _MM_HINT_T1);
-}
-
-// The streams an int8 (or int4) gemv tile reads: S weight rows `part` apart from row o
-// with their f16 block scales, and R activation rows of `row_floats` floats in
-// pack_int8_gemv_input's layout (`in` int16 values, then one f32 scale per block).
-template <int R, int S, DType D = DType::i8>
-struct Int8TileStreams {
-  const uint8_t* rows[S];
-  const uint16_t* weight_scales[S];
-  const int16_t* values[R];
-  const float* input_scales[R];
-
-  Int8TileStreams(const float* packed_x, int64_t row_floats, const WeightView& w, int64_t o, int64_t part) {
-    const int64_t blocks = w.in / block;
-    SHARDLM_UNROLL
-    for (int s = 0; s < S; ++s) {
-      rows[s] = static_cast<const uint8_t*>(row_pointer<D>(w, o + s * part));
-      weight_scales[s] = w.block_scales + (o + s * part) * blocks;
-    }
-    SHARDLM_UNROLL
-    for (int r = 0; r < R; ++r) {
-      values[r] = reinterpret_cast<const int16_t*>(packed_x + r * row_floats);
-      input_scales[r] = packed_x + r * row_floats + w.in / 2;
-    }
-  }
-};
-
-// Calls body(first_row, std::integral_constant<int, R>) for each group of R <= gemv_max_rows
-// input rows of a gemv, so that its kernels are compiled for each row count.
-template <typename Body>
-void for_gemv_row_groups(int64_t rows, Body body) {
-  for (int64_t r = 0; r < rows; r += gemv_max_rows) switch (std::min(rows - r, gemv_max_rows)) {
-      case 1: body(r, std::integral_constant<int, 1>{}); break;
-      case 2: body(r, std::integral_constant<int, 2>{}); break;
-      case 3: body(r, std::integral_constant<int, 3>{}); break;
-      default: body(r, std::integral_constant<int, 4>{}); break;
-    }
-}
-
-// Output rows [o_begin, o_end) of a gemv over R input rows as S parts read side by side,
-// then the rows left over one at a time: tile.template operator()<Streams>(o, part)
-// computes rows o + s * part for s < Streams. About six streams a core read fastest on
-// Zen 3 (sixteen read ~15% less) for f32 and f16; the bf16 loop, with fewer instructions
-// per byte, read ~3% faster at two threads with four than with six (two: ~10% slower);
-// int8 rows come with a stream of scales each, so three parts; int4, half the bytes a
-// block, four (no slower than three on Zen 4). Fewer parts at more input
-// rows, as each needs R accumulators. The AVX-512 gemv reads the same way: on Sapphire
-// Rapids two to six int8 streams could not be told apart.
-template <DType D, int R, typename Tile>
-void for_gemv_stream_tiles(int64_t o_begin, int64_t o_end, Tile tile) {
-  constexpr int S = D == DType::i4     ? (R <= 2 ? 4 : 2)
-                    : D == DType::i8   ? (R <= 2 ? 3 : 2)
-                    : D == DType::bf16 ? (R <= 2 ? 4 : 3)
-                                       : (R == 1 ? 6 : R == 2 ? 4 : 3);
-  const int64_t part = (o_end - o_begin) / S;
-  for (int64_t o = o_begin; o < o_begin + part; ++o) tile.template operator()<S>(o, part);
-  for (int64_t o = o_begin + S * part; o < o_end; ++o) tile.template operator()<1>(o, 0);
 }
 
 constexpr int64_t micro_rows = 6, panel_width = 16, k_block = 256, column_block = 128;
@@ -222,33 +105,12 @@ inline void widen_row(const WeightView& w, int64_t row, int64_t k0, int64_t coun
   for (; k < count; ++k) destination[k] = load1<D>(source, k0 + k);
 }
 
-// Transposes the 8x8 block held in rows[0..8).
-inline void transpose8(__m256 rows[8]) {
-  const __m256 t0 = _mm256_unpacklo_ps(rows[0], rows[1]), t1 = _mm256_unpackhi_ps(rows[0], rows[1]);
-  const __m256 t2 = _mm256_unpacklo_ps(rows[2], rows[3]), t3 = _mm256_unpackhi_ps(rows[2], rows[3]);
-  const __m256 t4 = _mm256_unpacklo_ps(rows[4], rows[5]), t5 = _mm256_unpackhi_ps(rows[4], rows[5]);
-  const __m256 t6 = _mm256_unpacklo_ps(rows[6], rows[7]), t7 = _mm256_unpackhi_ps(rows[6], rows[7]);
-  const __m256 s0 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0)), s1 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));
-  const __m256 s2 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0)), s3 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
-  const __m256 s4 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(1, 0, 1, 0)), s5 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(3, 2, 3, 2));
-  const __m256 s6 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(1, 0, 1, 0)), s7 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(3, 2, 3, 2));
-  rows[0] = _mm256_permute2f128_ps(s0, s4, 0x20);
-  rows[1] = _mm256_permute2f128_ps(s1, s5, 0x20);
-  rows[2] = _mm256_permute2f128_ps(s2, s6, 0x20);
-  rows[3] = _mm256_permute2f128_ps(s3, s7, 0x20);
-  rows[4] = _mm256_permute2f128_ps(s0, s4, 0x31);
-  rows[5] = _mm256_permute2f128_ps(s1, s5, 0x31);
-  rows[6] = _mm256_permute2f128_ps(s2, s6, 0x31);
-  rows[7] = _mm256_permute2f128_ps(s3, s7, 0x31);
-}
-
-// packed[k][j] = weight[n0 + j, k0 + k] for j < width, zero for width <= j < Width (a
-// multiple of 8: 16 for this file's micro-kernel, 32 for the AVX-512 one): 8x8 blocks
-// widened in registers and transposed, the k tail element by element.
-template <DType D, int64_t Width = panel_width>
+// packed[k][j] = weight[n0 + j, k0 + k] for j < width, zero for width <= j < 16: 8x8
+// blocks widened in registers and transposed, the k tail element by element.
+template <DType D>
 inline void pack_panel(const WeightView& w, int64_t n0, int64_t width, int64_t k0, int64_t kc, float* packed) {
   const int64_t vector_k = kc / 8 * 8;
-  for (int64_t j0 = 0; j0 < Width; j0 += 8) {
+  for (int64_t j0 = 0; j0 < panel_width; j0 += 8) {
     const void* rows[8];
     const uint16_t* scales[8];
     for (int64_t j = 0; j < 8; ++j) {
@@ -265,10 +127,10 @@ inline void pack_panel(const WeightView& w, int64_t n0, int64_t width, int64_t k
       }
       transpose8(block8);
       SHARDLM_UNROLL
-      for (int i = 0; i < 8; ++i) _mm256_store_ps(packed + (k + i) * Width + j0, block8[i]);
+      for (int i = 0; i < 8; ++i) _mm256_store_ps(packed + (k + i) * panel_width + j0, block8[i]);
     }
     for (int64_t k = vector_k; k < kc; ++k)  // int8 and int4 rows are whole blocks: no tail there
-      for (int64_t j = 0; j < 8; ++j) packed[k * Width + j0 + j] = rows[j] ? load1<D>(rows[j], k0 + k) : 0.0f;
+      for (int64_t j = 0; j < 8; ++j) packed[k * panel_width + j0 + j] = rows[j] ? load1<D>(rows[j], k0 + k) : 0.0f;
   }
 }
 

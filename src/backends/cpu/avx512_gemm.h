@@ -7,12 +7,12 @@
 #include <cstdint>
 #include <utility>
 
-#include "backends/cpu/avx2_gemm.h"
+#include "backends/cpu/weight_rows.h"
 
 namespace shardlm::backends::cpu::avx512 {
 
-// Where the gemvs' prefetches land (avx2::gemv_prefetch_bytes ahead of their reads): L2 on
-// AMD, as matmul_avx2.cpp's note says Zen 4 wants; L1 on Intel, where on Sapphire Rapids
+// Where the gemvs' prefetches land (gemv_prefetch_bytes ahead of their reads): L2 on
+// AMD, as avx2_gemm.h's prefetch_ahead note says Zen 4 wants; L1 on Intel, where on Sapphire Rapids
 // (bench/weight_stream, kernels over bare reads of the same bytes, three alternating
 // pairs of builds) T0 read bf16 at 0.95 - 0.99 against T1's 0.84 - 0.89, int8 at 0.87 -
 // 0.88 against 0.73 - 0.87.
@@ -20,7 +20,7 @@ enum class PrefetchInto { l1, l2 };
 
 template <PrefetchInto Into>
 inline void prefetch_ahead(const void* row, int64_t byte_offset) {
-  const char* line = static_cast<const char*>(row) + byte_offset + avx2::gemv_prefetch_bytes;
+  const char* line = static_cast<const char*>(row) + byte_offset + gemv_prefetch_bytes;
   if constexpr (Into == PrefetchInto::l1) _mm_prefetch(line, _MM_HINT_T0);
   else _mm_prefetch(line, _MM_HINT_T1);
 }

@@ -19,28 +19,33 @@
 #include <algorithm>
 #include <utility>
 
-#include "backends/cpu/avx2_gemm.h"
 #include "backends/cpu/avx512_gemm.h"
+#include "backends/cpu/decode_attention.h"
 #include "backends/cpu/ggml_block_kernels.h"
 #include "backends/cpu/row_kernels.h"
+#include "backends/cpu/transpose8.h"
 
 namespace shardlm::backends::cpu {
 namespace {
 
-using avx2::block;
-using avx2::element_bytes;
-using avx2::load1;
-using avx2::row_pointer;
 using avx512::first_lanes;
 
 using avx512::PrefetchInto, avx512::prefetch_ahead;
 
-// Sixteen consecutive weights of a row from element k, as f32 (f32, bf16, f16), the
-// lanes past `mask` zero.
+// Sixteen consecutive weights of a row from element k, as f32 (int8 and int4 unscaled, k a
+// multiple of 16 there: half a block), the lanes past `mask` zero.
 template <DType D>
 inline __m512 load16(const void* row, int64_t k, __mmask16 mask = 0xFFFF) {
   if constexpr (D == DType::f32) {
     return _mm512_maskz_loadu_ps(mask, static_cast<const float*>(row) + k);
+  } else if constexpr (D == DType::i8) {
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(mask, static_cast<const int8_t*>(row) + k)));
+  } else if constexpr (D == DType::i4) {  // a block's byte j holds element j (low nibble) and j + 16
+    const auto* block_bytes = static_cast<const uint8_t*>(row) + k / block * 16;
+    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block_bytes));
+    const __m128i nibbles = k % block ? _mm_srli_epi16(bytes, 4) : bytes;
+    return _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_and_si128(nibbles, _mm_set1_epi8(0x0F))),
+                                               _mm512_set1_epi32(8)));
   } else {
     const __m256i bits = _mm256_maskz_loadu_epi16(mask, static_cast<const uint16_t*>(row) + k);
     if constexpr (D == DType::bf16) return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16));
@@ -145,7 +150,7 @@ template <int R, int S, PrefetchInto Into>
 void gemv_int8_tile(const float* packed_x, int64_t row_floats, const WeightView& w, int64_t o, int64_t part, float* out,
                     int64_t out_stride) {
   const int64_t blocks = w.in / block;
-  const avx2::Int8TileStreams<R, S> streams(packed_x, row_floats, w, o, part);
+  const Int8TileStreams<R, S> streams(packed_x, row_floats, w, o, part);
   const auto& [rows, weight_scales, values, input_scales] = streams;
   __m512 acc[R][S];
   SHARDLM_UNROLL
@@ -224,7 +229,7 @@ template <int R, int S, PrefetchInto Into>
 void gemv_int4_tile(const float* packed_x, int64_t row_floats, const WeightView& w, int64_t o, int64_t part,
                     float* out, int64_t out_stride) {
   const int64_t blocks = w.in / block, int8_floats = int8_input_packer().gemv_input_row_floats(DType::i8, w.in);
-  const avx2::Int8TileStreams<R, S, DType::i4> streams(packed_x, row_floats, w, o, part);
+  const Int8TileStreams<R, S, DType::i4> streams(packed_x, row_floats, w, o, part);
   const auto& [rows, weight_scales, values, input_scales] = streams;
   const __m512i low_nibbles = _mm512_set1_epi16(0x0F);
   __m512 acc[R][S], offset[R][S];
@@ -312,12 +317,12 @@ template <DType D, PrefetchInto Into>
 void gemv_typed(const float* x, int64_t rows, const WeightView& w, int64_t o_begin, int64_t o_end, float* out,
                 int64_t stride) {
   // Rows of x: f32 [in] (for bf16 weights, permuted), or the int8 packer's rows.
-  const int64_t row_floats = avx2::block_quantized<D> ? gemv_input_row_floats(D, w.in) : w.in;
-  avx2::for_gemv_row_groups(rows, [&](int64_t r, auto group) {
+  const int64_t row_floats = block_quantized<D> ? gemv_input_row_floats(D, w.in) : w.in;
+  for_gemv_row_groups(rows, [&](int64_t r, auto group) {
     constexpr int R = decltype(group)::value;
     const float* xr = x + r * row_floats;
     float* outr = out + r * stride;
-    avx2::for_gemv_stream_tiles<D, R>(o_begin, o_end, [&]<int Streams>(int64_t o, int64_t part) {
+    for_gemv_stream_tiles<D, R>(o_begin, o_end, [&]<int Streams>(int64_t o, int64_t part) {
       if constexpr (D == DType::i4) gemv_int4_tile<R, Streams, Into>(xr, row_floats, w, o, part, outr, stride);
       else if constexpr (D == DType::i8) gemv_int8_tile<R, Streams, Into>(xr, row_floats, w, o, part, outr, stride);
       else gemv_tile<D, R, Streams, Into>(xr, w, o, part, outr, stride);
@@ -336,8 +341,8 @@ int64_t packed_tile_offset(int64_t tiles, int64_t in, int64_t t, int64_t k0) {
 }
 
 // Eight columns at a time: rows 0-7 and rows 8-11 (four zero rows beside them) each
-// transposed in registers as an 8x8 block, then each column's twelve values stored as
-// eight and four; columns and rows past the end are masked off or zero.
+// transposed in registers as an 8x8 block (transpose8.h), then each column's twelve values
+// stored as eight and four; columns and rows past the end are masked off or zero.
 void pack_input(const float* x, int64_t rows, int64_t in, DType, int64_t tile_begin, int64_t tile_end,
                 float* packed) {
   const int64_t tiles = (rows + micro_rows - 1) / micro_rows;
@@ -357,8 +362,8 @@ void pack_input(const float* x, int64_t rows, int64_t in, DType, int64_t tile_be
           high[i] = i < 4 && i + 8 < tile_rows ? _mm256_maskz_loadu_ps(mask, row + (i + 8) * in + k0 + k)
                                                : _mm256_setzero_ps();
         }
-        avx2::transpose8(low);  // low[j]: rows 0..7 of column k + j
-        avx2::transpose8(high);  // high[j]: rows 8..11 (then four zeros) of column k + j
+        transpose8(low);   // low[j]: rows 0..7 of column k + j
+        transpose8(high);  // high[j]: rows 8..11 (then four zeros) of column k + j
         SHARDLM_UNROLL
         for (int j = 0; j < 8; ++j)
           if (j < count) {
@@ -368,6 +373,39 @@ void pack_input(const float* x, int64_t rows, int64_t in, DType, int64_t tile_be
       }
     }
   }
+}
+
+// packed[k][j] = weight[n0 + j, k0 + k] for j < width, zero for width <= j < 32, the
+// int8 and int4 block scales applied: eight rows' runs of sixteen k widened at once, then
+// transposed as two 8x8 blocks (transpose8.h).
+template <DType D>
+void pack_panel(const WeightView& w, int64_t n0, int64_t width, int64_t k0, int64_t kc, float* packed) {
+  for (int64_t j0 = 0; j0 < panel_width; j0 += 8)
+    for (int64_t k = 0; k < kc; k += 16) {
+      const __mmask16 mask = first_lanes(std::min<int64_t>(16, kc - k));
+      __m256 low[8], high[8];  // row j0 + j's k .. k + 7, and k + 8 .. k + 15
+      SHARDLM_UNROLL
+      for (int j = 0; j < 8; ++j) {
+        const int64_t row = n0 + j0 + j;
+        __m512 values = _mm512_setzero_ps();
+        if (j0 + j < width) {
+          values = load16<D>(row_pointer<D>(w, row), k0 + k, mask);
+          if constexpr (block_quantized<D>) {  // k0 + k and kc are whole blocks there
+            const uint16_t scale = w.block_scales[row * (w.in / block) + (k0 + k) / block];
+            values = _mm512_mul_ps(values, _mm512_set1_ps(_cvtsh_ss(scale)));
+          }
+        }
+        low[j] = _mm512_castps512_ps256(values);
+        high[j] = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(values), 1));
+      }
+      transpose8(low);   // low[i]: column k + i of the eight rows
+      transpose8(high);  // high[i]: column k + 8 + i
+      SHARDLM_UNROLL
+      for (int i = 0; i < 8; ++i) {
+        if (k + i < kc) _mm256_store_ps(packed + (k + i) * panel_width + j0, low[i]);
+        if (k + 8 + i < kc) _mm256_store_ps(packed + (k + 8 + i) * panel_width + j0, high[i]);
+      }
+    }
 }
 
 // One step per k: the row's f32 broadcast against the panel's [k][32] f32. A type, not a
@@ -387,7 +425,7 @@ void gemm_typed(const float* packed_x, int64_t rows, const WeightView& w, int64_
   avx512::for_gemm_blocks(
       tiles, in, o_begin, o_end, k_block, column_block,
       [&](int64_t p, int64_t n, int64_t width, int64_t k0, int64_t kc) {
-        avx2::pack_panel<D, panel_width>(w, n, width, k0, kc, packed + p * k_block * panel_width);
+        pack_panel<D>(w, n, width, k0, kc, packed + p * k_block * panel_width);
       },
       [&](int64_t t, int64_t p, int64_t n, int64_t width, int64_t k0, int64_t kc) {
         avx512::micro_kernel_rows(std::min(micro_rows, rows - t * micro_rows),
@@ -398,7 +436,7 @@ void gemm_typed(const float* packed_x, int64_t rows, const WeightView& w, int64_
 
 void gemv(const float* x, int64_t rows, const WeightView& w, int64_t o_begin, int64_t o_end, float* out,
           int64_t stride) {
-  avx2::with_dtype(w.dtype, [&](auto dtype) {
+  with_dtype(w.dtype, [&](auto dtype) {
     avx512::with_prefetch_target(
         [&](auto into) { gemv_typed<dtype.value, into.value>(x, rows, w, o_begin, o_end, out, stride); });
   });
@@ -406,7 +444,12 @@ void gemv(const float* x, int64_t rows, const WeightView& w, int64_t o_begin, in
 
 void gemm(const float* x, int64_t rows, const WeightView& w, int64_t o_begin, int64_t o_end, float* out,
           int64_t stride) {
-  avx2::with_dtype(w.dtype, [&](auto dtype) { gemm_typed<dtype.value>(x, rows, w, o_begin, o_end, out, stride); });
+  with_dtype(w.dtype, [&](auto dtype) { gemm_typed<dtype.value>(x, rows, w, o_begin, o_end, out, stride); });
+}
+
+// Decode attention on 16 lanes (decode_attention.h).
+DecodeAttentionKernel decode_attention_kernel(int64_t head_dim) {
+  return head_dim % 16 == 0 ? decode_attention::attend_rows_any : nullptr;
 }
 
 }  // namespace
@@ -421,9 +464,9 @@ namespace {
                                   .gemv_input_row_floats = gemv_input_row_floats,
                                   .decode_blocks = decode_ggml_blocks, .gemv_blocks = ggml_blocks_gemv,
                                   .rows = row_kernels,
-                                  // Attention: the AVX2 kernels still (no 16-lane ones yet).
+                                  // Prefill attention: the AVX2 flash kernel (its micro-kernel is AVX2's).
                                   .flash_block = avx2_cpu_kernels()->flash_block,
-                                  .decode_attention = avx2_cpu_kernels()->decode_attention};
+                                  .decode_attention = decode_attention_kernel};
   return kernels;
 }
 

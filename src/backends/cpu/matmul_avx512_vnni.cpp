@@ -157,7 +157,7 @@ void micro_kernel_rows(std::integer_sequence<int, M...>, int64_t rows, const uin
 constexpr int64_t step_blocks = 4;
 int64_t padded_values(int64_t in) { return (in / block + step_blocks - 1) / step_blocks * step_blocks * block; }
 
-// Output rows o + s * part (s < S) against R input rows, as avx2::for_gemv_stream_tiles
+// Output rows o + s * part (s < S) against R input rows, as for_gemv_stream_tiles
 // lays them out; each step reads one 64-byte line of each weight stream.
 template <int R, int S, PrefetchInto Into>
 void int4_tile(const float* packed_x, int64_t row_floats, const WeightView& w, int64_t o, int64_t part, float* out,
@@ -265,9 +265,9 @@ void int4_gemv(const float* packed_x, int64_t rows, const WeightView& w, int64_t
                int64_t stride) {
   const int64_t row_floats = int4_gemv_row_floats(w.in);
   avx512::with_prefetch_target([&](auto into) {
-    avx2::for_gemv_row_groups(rows, [&](int64_t r, auto group) {
+    for_gemv_row_groups(rows, [&](int64_t r, auto group) {
       constexpr int R = decltype(group)::value;
-      avx2::for_gemv_stream_tiles<DType::i4, R>(o_begin, o_end, [&]<int Streams>(int64_t o, int64_t part) {
+      for_gemv_stream_tiles<DType::i4, R>(o_begin, o_end, [&]<int Streams>(int64_t o, int64_t part) {
         int4_tile<R, Streams, into.value>(packed_x + r * row_floats, row_floats, w, o, part, out + r * stride, stride);
       });
     });
