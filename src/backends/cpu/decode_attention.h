@@ -156,13 +156,14 @@ void add_weighted_values(const float (*weights)[key_tile], const void* values, i
   }
 }
 
-// The values pass for `heads` <= decode_max_heads, four heads at a time, in chunks of 32
-// columns where one or two heads and head_dim allow, else 16 (head_dim is a multiple of 16);
-// on 4 lanes, with half the registers, 16 and 8.
+// The values pass for `heads` <= decode_max_heads, four heads at a time: one or two heads
+// in chunks of four vectors where head_dim allows (32 columns on 8 lanes; 64 on 16, whose
+// 32 registers hold the eight accumulators and the loads beside them), else in chunks of 16
+// columns (head_dim is a multiple of 16; 8 on 4 lanes, with 16 registers).
 template <DType Cache>
 void add_weighted_values(const float (*weights)[key_tile], int64_t heads, const void* values, int64_t t0,
                          int64_t count, int64_t head_dim, float* result) {
-  constexpr int wide = lanes >= 8 ? 32 / lanes : 4, narrow = lanes >= 8 ? 16 / lanes : 2;
+  constexpr int wide = 4, narrow = lanes >= 8 ? 16 / lanes : 2;
   for (int64_t g = 0; g < heads; g += 4) {
     const float(*group_weights)[key_tile] = weights + g;
     float* group_result = result + g * head_dim;
