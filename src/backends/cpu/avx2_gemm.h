@@ -10,7 +10,6 @@
 #include <type_traits>
 
 #include "backends/cpu/transpose8.h"
-#include "backends/cpu/vector_math.h"
 #include "backends/cpu/weight_rows.h"
 
 namespace shardlm::backends::cpu {
@@ -64,9 +63,6 @@ inline float horizontal_sum(__m256 v) {
   sum = _mm_add_ss(sum, _mm_movehdup_ps(sum));
   return _mm_cvtss_f32(sum);
 }
-
-// e^x for eight lanes (vector_math.h).
-inline __m256 exp8(__m256 x) { return exp_lanes(x); }
 
 inline float horizontal_max(__m256 v) {
   __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
