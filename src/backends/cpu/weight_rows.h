@@ -1,8 +1,9 @@
 #pragma once
 // What every CPU weight kernel knows of a weight's rows whatever its instruction set:
 // element sizes and row addresses per dtype, the dispatch on a weight's dtype, and how a
-// gemv splits its output rows into streams read side by side. No intrinsics: the AVX2,
-// AVX-512 and AMX files each include this beside their own vector building blocks.
+// gemv splits its output rows into streams read side by side. No intrinsics: the portable
+// (through decode_attention.h), AVX2, AVX-512 and AMX files each include this beside their
+// own vector building blocks.
 // Internal linkage, as native_vectors.h: those files are compiled for different
 // instruction sets, and the linker must not give one of them another's copy.
 
