@@ -68,8 +68,11 @@ PrefillLimit prefill_limit(const io::ModelConfig& config, const io::ModelFiles& 
     if (shape.rank() != 2 || name == "model.embed_tokens.weight" || name == "lm_head.weight") continue;
     const DType stored = checkpoint.contains(name) ? checkpoint.info(name).dtype
                                                    : config.torch_dtype.value_or(DType::f32);
-    const PeakInstruction instruction = instruction_of(table, running_dtype(stored, config, args), shape[1]);
+    const DType dtype = running_dtype(stored, config, args);
+    const PeakInstruction instruction = instruction_of(table, dtype, shape[1]);
     limit.flops[static_cast<int>(instruction)] += 2.0 * static_cast<double>(shape.numel());
+    limit.on_unprobed_tiles |= table.isa == "amx" && backends::cpu::gemm_rounds_input_to_bf16(
+                                                         table, backends::cpu::kernel_dtype(dtype), shape[1]);
   }
   return limit;
 }

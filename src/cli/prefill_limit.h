@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <functional>
 #include <string>
-#include <vector>
 
 #include "backends/cpu/kernel_table.h"
 #include "cli/model_options.h"
@@ -21,6 +20,9 @@ struct PrefillLimit {
   // The prefill matmuls' FLOPs by the instruction that runs them; in order of
   // PeakInstruction, zero where none.
   double flops[3] = {0, 0, 0};
+  // Whether some of them run on the AMX table's tiles: those have no probe and are scored
+  // against f32 FMAs, which they outrun, so the share may exceed 100%.
+  bool on_unprobed_tiles = false;
 
   double total_flops() const { return flops[0] + flops[1] + flops[2]; }
   // "f32 FMA", or for a mix each instruction with its share of the FLOPs.

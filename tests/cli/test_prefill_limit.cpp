@@ -48,7 +48,16 @@ TEST(PrefillLimit, AGgufOfQ8_0AndF16MatricesCountsEachInstructionsFlops) {
     to_bf16.dtype = "bfloat16";
     const PrefillLimit converted = prefill_limit(config, files, to_bf16, *table);
     for (int i = 0; i < 3; ++i) EXPECT_DOUBLE_EQ(converted.flops[i], limit.flops[i]) << i;
+    EXPECT_EQ(limit.on_unprobed_tiles, table->isa == "amx");
   }
+  // The AMX table's tiles, which have no probe, are named where they run a matrix (the
+  // table here: the portable one's entries, said to run int8 weights on tiles).
+  backends::cpu::CpuKernels tiles = backends::cpu::portable_cpu_kernels();
+  tiles.isa = "amx";
+  tiles.gemm_rounds_input_to_bf16 = [](DType dtype, int64_t in) { return dtype == DType::i8 && in % 32 == 0; };
+  EXPECT_TRUE(prefill_limit(config, files, ModelArguments{}, tiles).on_unprobed_tiles);
+  tiles.gemm_rounds_input_to_bf16 = nullptr;
+  EXPECT_FALSE(prefill_limit(config, files, ModelArguments{}, tiles).on_unprobed_tiles);
 }
 
 }  // namespace

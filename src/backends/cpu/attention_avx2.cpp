@@ -79,17 +79,15 @@ void flash_block_any(const float* const* queries, const int32_t* positions, int6
       queries, positions, rows, keys, values, head_dim, scale, sliding_window, outputs);
 }
 
-// Whether these kernels run on this CPU for head_dim.
-bool kernels_fit(int64_t head_dim) {
-  return cpu_has_avx2_fma_f16c() && head_dim % panel_width == 0 && head_dim <= flash_max_head_dim;
-}
-
 }  // namespace
 
 DecodeAttentionKernel avx2_decode_attention(int64_t head_dim) {
-  return kernels_fit(head_dim) ? decode_attention::attend_rows_any : nullptr;
+  return cpu_has_avx2_fma_f16c() ? decode_attention::kernel_for(head_dim) : nullptr;
 }
 
-FlashBlockKernel avx2_flash_block(int64_t head_dim) { return kernels_fit(head_dim) ? flash_block_any : nullptr; }
+FlashBlockKernel avx2_flash_block(int64_t head_dim) {
+  const bool fits = cpu_has_avx2_fma_f16c() && head_dim % panel_width == 0 && head_dim <= flash_max_head_dim;
+  return fits ? flash_block_any : nullptr;
+}
 
 }  // namespace shardlm::backends::cpu

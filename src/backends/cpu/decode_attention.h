@@ -306,6 +306,10 @@ inline void attend_rows_any(const float* query, int64_t heads, const void* keys,
       query, heads, keys, values, first, visible, head_dim, scale, result, maximum, sum);
 }
 
+// The kernel for head_dim on this build's vectors, or null (head_dim not a multiple of 16)
+// for attention.cpp's own loop: what a table's decode_attention entry returns.
+inline DecodeAttentionKernel kernel_for(int64_t head_dim) { return head_dim % 16 == 0 ? attend_rows_any : nullptr; }
+
 }  // namespace decode_attention
 }  // namespace
 }  // namespace shardlm::backends::cpu

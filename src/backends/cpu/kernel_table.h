@@ -170,7 +170,7 @@ bool gemv_rounds_input_to_int8(const CpuKernels& kernels, DType weight_dtype, in
 // Every table this CPU can run, best last.
 std::span<const CpuKernels* const> available_cpu_kernels();
 // The table the CPU backend runs: the best available, or the one whose isa the
-// environment variable SHARDLM_CPU_KERNELS names (portable, avx2, avx512, amx), for A/B runs
+// environment variable SHARDLM_CPU_KERNELS names (portable, avx2, avx512, avx512_bf16, amx), for A/B runs
 // on one machine; naming one this CPU lacks is an error.
 const CpuKernels& cpu_kernels();
 

@@ -447,10 +447,6 @@ void gemm(const float* x, int64_t rows, const WeightView& w, int64_t o_begin, in
   with_dtype(w.dtype, [&](auto dtype) { gemm_typed<dtype.value>(x, rows, w, o_begin, o_end, out, stride); });
 }
 
-// Decode attention on 16 lanes (decode_attention.h).
-DecodeAttentionKernel decode_attention_kernel(int64_t head_dim) {
-  return head_dim % 16 == 0 ? decode_attention::attend_rows_any : nullptr;
-}
 
 }  // namespace
 
@@ -466,7 +462,7 @@ namespace {
                                   .rows = row_kernels,
                                   // Prefill attention: the AVX2 flash kernel (its micro-kernel is AVX2's).
                                   .flash_block = avx2_cpu_kernels()->flash_block,
-                                  .decode_attention = decode_attention_kernel};
+                                  .decode_attention = decode_attention::kernel_for};
   return kernels;
 }
 

@@ -60,17 +60,12 @@ void rows_times_weight(const float* x, int64_t rows, const WeightView& w, int64_
   }
 }
 
-// Decode attention on this build's vectors (decode_attention.h).
-DecodeAttentionKernel decode_attention_kernel(int64_t head_dim) {
-  return head_dim % 16 == 0 ? decode_attention::attend_rows_any : nullptr;
-}
-
 }  // namespace
 
 const CpuKernels& portable_cpu_kernels() {
   static const CpuKernels kernels{
       .isa = "portable", .gemv = rows_times_weight, .gemm = rows_times_weight, .decode_blocks = decode_ggml_blocks,
-      .gemv_blocks = ggml_blocks_gemv, .rows = row_kernels, .decode_attention = decode_attention_kernel};
+      .gemv_blocks = ggml_blocks_gemv, .rows = row_kernels, .decode_attention = decode_attention::kernel_for};
   return kernels;
 }
 
