@@ -100,9 +100,9 @@ void BM_AttentionDecode(benchmark::State& state) {
       benchmark::Counter(4.0 * heads * cached * head_dim * state.iterations(), benchmark::Counter::kIsRate);
 }
 
-// Prefill attention of a 512-token prompt over a bf16 cache, one KV head of two query
-// heads (Qwen3-0.6B's group), by the flash kernel of the table named `isa`, one thread:
-// blocks of 24 positions (48 rows), as attention() makes them.
+// Prefill attention of a 512-token prompt over an f32 (argument 0) or bf16 (1) cache, one
+// KV head of two query heads (Qwen3-0.6B's group), by the flash kernel of the table named
+// `isa`, one thread: blocks of 24 positions (48 rows), as attention() makes them.
 void BM_FlashBlock(benchmark::State& state, std::string_view isa) {
   const CpuKernels* table = nullptr;
   for (const CpuKernels* t : available_cpu_kernels())
@@ -111,7 +111,8 @@ void BM_FlashBlock(benchmark::State& state, std::string_view isa) {
   const FlashBlockKernel flash = table && table->flash_block ? table->flash_block(head_dim) : nullptr;
   if (!flash) return state.SkipWithError("no such table or kernel on this CPU");
   Tensor q = random_matrix(prompt * group, head_dim, DType::f32);  // [position, head, head_dim]
-  Tensor k = random_matrix(prompt, head_dim, DType::bf16), v = random_matrix(prompt, head_dim, DType::bf16);
+  const DType cache = state.range(0) ? DType::bf16 : DType::f32;
+  Tensor k = random_matrix(prompt, head_dim, cache), v = random_matrix(prompt, head_dim, cache);
   Tensor out = Tensor::zeros({prompt * group, head_dim}, DType::f32);
   for (auto _ : state)
     for (int64_t p0 = 0; p0 < prompt; p0 += block) {
@@ -124,7 +125,7 @@ void BM_FlashBlock(benchmark::State& state, std::string_view isa) {
         outputs[r] = out.mutable_data<float>() + (p0 * group + r) * head_dim;
         positions[r] = static_cast<int32_t>(p0 + r / group);
       }
-      flash(queries, positions, rows, k.raw(), v.raw(), DType::bf16, head_dim, 0.088f, 0, outputs);
+      flash(queries, positions, rows, k.raw(), v.raw(), cache, head_dim, 0.088f, 0, outputs);
     }
   // Two products of 2 * head_dim FLOPs per (row, visible key).
   state.counters["FLOPS"] = benchmark::Counter(4.0 * group * head_dim * prompt * (prompt + 1) / 2 * state.iterations(),
@@ -199,8 +200,9 @@ BENCHMARK(BM_AttentionDecode)
     ->Args({4096, 1, 1, 0})
     ->Args({4096, 1, 2, 0})
     ->UseRealTime();
-BENCHMARK_CAPTURE(BM_FlashBlock, avx2, "avx2");
-BENCHMARK_CAPTURE(BM_FlashBlock, avx512_bf16, "avx512_bf16");
+BENCHMARK_CAPTURE(BM_FlashBlock, avx2, "avx2")->Arg(0)->Arg(1);
+BENCHMARK_CAPTURE(BM_FlashBlock, avx512, "avx512")->Arg(0)->Arg(1);
+BENCHMARK_CAPTURE(BM_FlashBlock, avx512_bf16, "avx512_bf16")->Arg(0)->Arg(1);
 BENCHMARK(BM_RmsNorm)->Arg(1)->Arg(512);
 BENCHMARK(BM_Rope)->Arg(1)->Arg(512);
 BENCHMARK(BM_SiluMul)->Arg(1)->Arg(512);

@@ -1,5 +1,5 @@
-// Flash attention for prefill on AVX512_BF16 over a bf16 KV cache: the AVX2 kernel's steps
-// (attention_avx2.cpp: 128-key tiles, an online softmax), with both products, S = Q K^T
+// Flash attention for prefill on AVX512_BF16 over a bf16 KV cache: flash_attention.h's
+// steps (128-key tiles, an online softmax), with both products, S = Q K^T
 // and O += P V, on VDPBF16PS through the AVX-512 micro-kernel (avx512_bf16_gemm.h), twice
 // the multiply-adds of an f32 FMA an instruction and no widening of the cache. The
 // queries (scaled) and each tile's softmax weights P are rounded to bf16 once, as a bf16
@@ -50,7 +50,7 @@ __mmask16 lanes_between(int64_t t, int64_t first, int64_t end) {
   return static_cast<__mmask16>(((1u << high) - 1u) & ~((1u << low) - 1u));
 }
 
-// One row of a score tile, row [count] (the AVX2 kernel's online_softmax_tile, on 16
+// One row of a score tile, row [count] (decode_attention.h's online_softmax_tile, on 16
 // lanes): keys outside [first, end) are masked, the rest become e^(score - running
 // maximum), written rounded to bf16 as pairs [(count + 1) / 2]; the running maximum and sum
 // (of the f32 weights), and the row's output o [head_dim] so far, are rescaled when the
@@ -135,14 +135,14 @@ void flash_block(const float* const* queries, const int32_t* positions, int64_t 
   }
 }
 
-// An f32 cache: the AVX2 kernel.
+// An f32 cache: the AVX-512 table's f32 kernel (flash_attention.h on its micro-kernel).
 void flash_block_any(const float* const* queries, const int32_t* positions, int64_t rows, const void* keys,
                      const void* values, DType cache_dtype, int64_t head_dim, float scale, int64_t sliding_window,
                      float* const* outputs) {
   if (cache_dtype == DType::bf16)
     return flash_block(queries, positions, rows, keys, values, head_dim, scale, sliding_window, outputs);
-  avx2_flash_block(head_dim)(queries, positions, rows, keys, values, cache_dtype, head_dim, scale, sliding_window,
-                             outputs);
+  avx512_cpu_kernels()->flash_block(head_dim)(queries, positions, rows, keys, values, cache_dtype, head_dim, scale,
+                                              sliding_window, outputs);
 }
 
 }  // namespace

@@ -57,12 +57,13 @@ using DecodeAttentionKernel = void (*)(const float* query, int64_t heads, const 
                                        DType cache_dtype, int64_t first, int64_t visible, int64_t head_dim,
                                        float scale, float* result, float* maximum, float* sum);
 
-// The AVX2 kernels when this CPU has AVX2/FMA/F16C and head_dim is a multiple of 16 (up
-// to flash_max_head_dim for the flash kernel); otherwise nullptr.
+// The AVX2 kernels (flash_attention.h and decode_attention.h on 8 lanes) when this CPU has
+// AVX2/FMA/F16C and head_dim is a multiple of 16 (up to flash_max_head_dim for the flash
+// kernel); otherwise nullptr.
 FlashBlockKernel avx2_flash_block(int64_t head_dim);
 DecodeAttentionKernel avx2_decode_attention(int64_t head_dim);
 // The AVX512-BF16 flash kernel where this CPU has AVX512_BF16 and head_dim is a multiple
-// of 32 up to flash_max_head_dim (over a bf16 cache; over an f32 one the AVX2 kernel);
+// of 32 up to flash_max_head_dim (over a bf16 cache; over an f32 one the AVX-512 table's);
 // otherwise nullptr. It rounds the queries and the softmax weights to bf16.
 FlashBlockKernel avx512_bf16_flash_block(int64_t head_dim);
 

@@ -117,10 +117,6 @@ void pack_bf16_gemv_input(const float* x, int64_t rows, int64_t in, float* packe
   }
 }
 
-// pack_int8_gemv_input's layout, per row: `in` int16 values (in / 2 floats' room), then
-// one f32 scale per quantization block.
-int64_t int8_gemv_row_floats(int64_t in) { return in / 2 + in / block; }
-
 // Activations for int8 weights: each block of 32 as int16 with one f32 scale (its
 // largest |x| / 32767: an error of at most 2^-16 of that value, far below the
 // weights' own 2^-8), so that a block's products run as integer multiply-adds

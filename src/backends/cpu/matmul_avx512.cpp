@@ -5,8 +5,8 @@
 //
 // gemv (decode): as matmul_avx2.cpp's, a 64-byte load a step: bf16 as 16 even and 16
 // odd weights (shift, mask) against an input permuted per 32 to match, f16 through
-// vcvtph2ps, int8 as 32 int16 in one vpmaddwd per block against the AVX2 table's
-// int16 activations (the same layout, packed by that table), int4 as two blocks' nibbles
+// vcvtph2ps, int8 as 32 int16 in one vpmaddwd per block against int16 activations
+// (the AVX2 table's layout and values, weight_rows.h), int4 as two blocks' nibbles
 // widened to 16 bits against those activations reordered to match. Half the instructions
 // per byte of weights: more lines in flight per out-of-order window.
 //
@@ -21,6 +21,7 @@
 
 #include "backends/cpu/avx512_gemm.h"
 #include "backends/cpu/decode_attention.h"
+#include "backends/cpu/flash_attention.h"
 #include "backends/cpu/ggml_block_kernels.h"
 #include "backends/cpu/row_kernels.h"
 #include "backends/cpu/transpose8.h"
@@ -139,8 +140,26 @@ void pack_bf16_gemv_input(const float* x, int64_t rows, int64_t in, float* packe
   }
 }
 
-// The AVX2 table's int8 activations: `in` int16 values, then one f32 scale per block.
-const CpuKernels& int8_input_packer() { return *avx2_cpu_kernels(); }
+// Activations for int8 weights (weight_rows.h's layout): each block of 32 as int16 with
+// one f32 scale, its largest |x| / 32767, as the AVX2 table packs them (the same values,
+// 16 lanes at a time).
+void pack_int8_gemv_input(const float* x, int64_t rows, int64_t in, float* packed) {
+  for (int64_t r = 0; r < rows; ++r) {
+    auto* values = reinterpret_cast<int16_t*>(packed + r * int8_gemv_row_floats(in));
+    float* scales = packed + r * int8_gemv_row_floats(in) + in / 2;
+    for (int64_t b = 0; b < in / block; ++b) {
+      const float* source = x + r * in + b * block;
+      const __m512 low = _mm512_loadu_ps(source), high = _mm512_loadu_ps(source + 16);
+      const float maximum = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(low), _mm512_abs_ps(high)));
+      const __m512 inverse = _mm512_set1_ps(maximum > 0 ? 32767.0f / maximum : 0.0f);
+      scales[b] = maximum / 32767.0f;
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(values + b * block),
+                          _mm512_cvtsepi32_epi16(_mm512_cvtps_epi32(_mm512_mul_ps(low, inverse))));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(values + b * block + 16),
+                          _mm512_cvtsepi32_epi16(_mm512_cvtps_epi32(_mm512_mul_ps(high, inverse))));
+    }
+  }
+}
 
 // int8 weights against the int16 activations (rows of `row_floats` floats), output rows
 // o + s * part as in gemv_tile: per block, 32 int8 x int16 products summed pairwise in int32 by one
@@ -195,13 +214,13 @@ void gemv_int8_tile(const float* packed_x, int64_t row_floats, const WeightView&
 // with each pair of blocks A, B reordered as A0-15 B0-15 A16-31 B16-31, to match the
 // nibbles of 32 weight bytes (the low ones of both blocks, then the high ones), then one
 // f32 a block: its scale times the sum of its int16 values, for the weights' offset of 8.
-int64_t int4_gemv_row_floats(int64_t in) { return int8_input_packer().gemv_input_row_floats(DType::i8, in) + in / block; }
+int64_t int4_gemv_row_floats(int64_t in) { return int8_gemv_row_floats(in) + in / block; }
 
 void pack_int4_gemv_input(const float* x, int64_t rows, int64_t in, float* packed) {
-  const int64_t blocks = in / block, int8_floats = int8_input_packer().gemv_input_row_floats(DType::i8, in);
+  const int64_t blocks = in / block, int8_floats = int8_gemv_row_floats(in);
   for (int64_t r = 0; r < rows; ++r) {
     float* row = packed + r * int4_gemv_row_floats(in);
-    int8_input_packer().pack_gemv_input(x + r * in, 1, in, DType::i8, row);
+    pack_int8_gemv_input(x + r * in, 1, in, row);
     auto* values = reinterpret_cast<int16_t*>(row);
     const float* scales = row + in / 2;
     float* sums = row + int8_floats;
@@ -228,7 +247,7 @@ void pack_int4_gemv_input(const float* x, int64_t rows, int64_t in, float* packe
 template <int R, int S, PrefetchInto Into>
 void gemv_int4_tile(const float* packed_x, int64_t row_floats, const WeightView& w, int64_t o, int64_t part,
                     float* out, int64_t out_stride) {
-  const int64_t blocks = w.in / block, int8_floats = int8_input_packer().gemv_input_row_floats(DType::i8, w.in);
+  const int64_t blocks = w.in / block, int8_floats = int8_gemv_row_floats(w.in);
   const Int8TileStreams<R, S, DType::i4> streams(packed_x, row_floats, w, o, part);
   const auto& [rows, weight_scales, values, input_scales] = streams;
   const __m512i low_nibbles = _mm512_set1_epi16(0x0F);
@@ -302,13 +321,13 @@ void gemv_int4_tile(const float* packed_x, int64_t row_floats, const WeightView&
 }
 
 int64_t gemv_input_row_floats(DType weight_dtype, int64_t in) {
-  if (weight_dtype == DType::i8) return int8_input_packer().gemv_input_row_floats(weight_dtype, in);
+  if (weight_dtype == DType::i8) return int8_gemv_row_floats(in);
   if (weight_dtype == DType::i4) return int4_gemv_row_floats(in);
   return weight_dtype == DType::bf16 ? in : 0;
 }
 
 void pack_gemv_input(const float* x, int64_t rows, int64_t in, DType weight_dtype, float* packed) {
-  if (weight_dtype == DType::i8) int8_input_packer().pack_gemv_input(x, rows, in, weight_dtype, packed);
+  if (weight_dtype == DType::i8) pack_int8_gemv_input(x, rows, in, packed);
   else if (weight_dtype == DType::i4) pack_int4_gemv_input(x, rows, in, packed);
   else if (weight_dtype == DType::bf16) pack_bf16_gemv_input(x, rows, in, packed);
 }
@@ -434,6 +453,42 @@ void gemm_typed(const float* packed_x, int64_t rows, const WeightView& w, int64_
       });
 }
 
+// The flash kernel's products (flash_attention.h) on this file's micro-kernel: a K tile
+// packed as the gemm packs a weight panel, a V tile widened into panels [key][32] (a
+// panel's row stride is fixed at 32 here, so V is never read in place).
+struct FlashProducts {
+  static constexpr int64_t panel_width = 32, micro_rows = avx512::micro_rows;
+
+  template <DType Cache>
+  static void pack_keys(const WeightView& keys, int64_t t0, int64_t width, int64_t head_dim, float* panel) {
+    pack_panel<Cache>(keys, t0, width, 0, head_dim, panel);
+  }
+
+  // b's rows are panel_width apart: the ldb of both layouts below.
+  template <int64_t Lda>
+  static void multiply(int64_t rows, const float* a, const float* b, int64_t /*ldb*/, int64_t steps, float* c,
+                       int64_t ldc, int64_t width, bool accumulate) {
+    avx512::micro_kernel_rows<avx512::RowMajor<Lda>>(rows, a, b, steps, c, ldc, width, accumulate, MultiplyAddF32{});
+  }
+
+  // Columns past head_dim (a multiple of 16) are zero in the last panel.
+  template <DType Cache>
+  static flash_attention::ValuePanels value_panels(const void* values, int64_t t0, int64_t count, int64_t head_dim,
+                                                   float* buffer) {
+    const WeightView rows{values, Cache, head_dim};
+    for (int64_t d0 = 0; d0 < head_dim; d0 += panel_width) {
+      const __mmask16 high = first_lanes(std::min<int64_t>(16, head_dim - d0 - 16));
+      float* panel = buffer + d0 / panel_width * count * panel_width;  // [count][32]
+      for (int64_t t = 0; t < count; ++t) {
+        const void* row = row_pointer<Cache>(rows, t0 + t);
+        _mm512_store_ps(panel + t * panel_width, load16<Cache>(row, d0));
+        _mm512_store_ps(panel + t * panel_width + 16, load16<Cache>(row, d0 + 16, high));
+      }
+    }
+    return {buffer, count * panel_width, panel_width};
+  }
+};
+
 void gemv(const float* x, int64_t rows, const WeightView& w, int64_t o_begin, int64_t o_end, float* out,
           int64_t stride) {
   with_dtype(w.dtype, [&](auto dtype) {
@@ -460,8 +515,7 @@ namespace {
                                   .gemv_input_row_floats = gemv_input_row_floats,
                                   .decode_blocks = decode_ggml_blocks, .gemv_blocks = ggml_blocks_gemv,
                                   .rows = row_kernels,
-                                  // Prefill attention: the AVX2 flash kernel (its micro-kernel is AVX2's).
-                                  .flash_block = avx2_cpu_kernels()->flash_block,
+                                  .flash_block = flash_attention::kernel_for<FlashProducts>,
                                   .decode_attention = decode_attention::kernel_for};
   return kernels;
 }

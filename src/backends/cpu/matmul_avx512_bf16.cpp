@@ -212,7 +212,7 @@ int64_t gemv_input_row_floats(DType weight_dtype, int64_t in) {
   return fallback().gemv_input_row_floats(weight_dtype, in);
 }
 
-// Prefill attention over a bf16 cache on VDPBF16PS (attention_avx512_bf16.cpp), else AVX2's.
+// Prefill attention over a bf16 cache on VDPBF16PS (attention_avx512_bf16.cpp), else the AVX-512 table's.
 FlashBlockKernel flash_block(int64_t head_dim) {
   const FlashBlockKernel kernel = avx512_bf16_flash_block(head_dim);
   return kernel ? kernel : fallback().flash_block(head_dim);

@@ -79,6 +79,11 @@ inline float load1(const void* row, int64_t k) {
 // gained less); int8, against the read probe, 0.86 -> 0.94.
 constexpr int64_t gemv_prefetch_bytes = 1024;
 
+// The int16 activations int8 weights meet in a gemv (pack_int8_gemv_input, one per
+// instruction set), per row: `in` int16 values (in / 2 floats' room), then one f32 scale
+// per quantization block.
+inline int64_t int8_gemv_row_floats(int64_t in) { return in / 2 + in / block; }
+
 // The streams an int8 (or int4) gemv tile reads: S weight rows `part` apart from row o
 // with their f16 block scales, and R activation rows of `row_floats` floats in
 // pack_int8_gemv_input's layout (`in` int16 values, then one f32 scale per block).
