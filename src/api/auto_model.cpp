@@ -46,9 +46,10 @@ AutoModelForCausalLM AutoModelForCausalLM::from_pretrained(const std::string& pa
     io::ModelFiles files = io::resolve_model(path_or_id, {.revision = options.revision});
     impl->config = io::load_model_config(files);
     const int ranks_on_host = tensor_parallel.group ? tensor_parallel.group->local_size() : 1;
+    const int threads = api::default_threads(options.threads, ranks_on_host);
     impl->backend = backends::create_backend(
         api::rank_device(options.device_map, tensor_parallel.group.get()),
-        {.threads = api::default_threads(options.threads, ranks_on_host),
+        {.threads = threads,
          .pjrt_plugin = options.pjrt_plugin,
          .compile_cache_dir = options.compile_cache_dir,
          .pjrt_topology = options.pjrt_topology,
@@ -61,6 +62,7 @@ AutoModelForCausalLM AutoModelForCausalLM::from_pretrained(const std::string& pa
                                                                    impl->backend->device().kind == DeviceKind::cpu,
                                             .quantize_int8 = options.quantize == "int8",
                                             .quantize_int4 = options.quantize == "int4",
+                                            .threads = threads,
                                             .kv_cache_dtype = options.kv_cache_dtype,
                                             .device = impl->backend.get(),
                                             .spmd_plan = spmd_plan},

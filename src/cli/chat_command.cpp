@@ -20,15 +20,17 @@ struct ChatArguments {
 
 void run_chat(const ChatArguments& args) {
   GenerationConfig config = to_generation_config(args.sampling);
-  LoadedModel loaded = load_model(args.model);
+  const auto check = [](const io::ModelFiles& files, const std::optional<AutoTokenizer>& tokenizer) {
+    if (!tokenizer) fail(files.location(), " has no tokenizer.json: chat needs one");
+    if (!tokenizer->has_chat_template())
+      fail(files.location(), ": tokenizer_config.json has no chat_template, so this is not a chat model; "
+           "use `shardlm generate`");
+  };
+  LoadedModel loaded = load_model(args.model, check);
   // transformers' max_length default (20, prompt included) is shorter than any templated
   // chat prompt; give replies room unless the user or the model says otherwise.
   if (!config.max_new_tokens && !loaded.model.generation_config().max_new_tokens) config.max_new_tokens = 512;
-  if (!loaded.tokenizer) fail(loaded.files.location(), " has no tokenizer.json: chat needs one");
   const AutoTokenizer& tokenizer = *loaded.tokenizer;
-  if (!tokenizer.has_chat_template())
-    fail(loaded.files.location(), ": tokenizer_config.json has no chat_template, so this is not a chat model; "
-         "use `shardlm generate`");
   ChatTemplateOptions options{.add_generation_prompt = true};
   if (args.enable_thinking) options.extra_variables_json = nlohmann::json{{"enable_thinking", *args.enable_thinking}}.dump();
 

@@ -75,16 +75,18 @@ void run_generate(const GenerateArguments& args) {
   const int prompt_sources = !args.prompts.empty() + !args.prompts_file.empty() + !args.input_ids.empty();
   if (prompt_sources > 1) fail("give prompts one way: --prompt, --prompts-file or --input-ids");
   const GenerationConfig config = to_generation_config(args.sampling);
-  LoadedModel loaded = load_model(args.model);
+  const auto check = [&](const io::ModelFiles& files, const std::optional<AutoTokenizer>& tokenizer) {
+    if (!tokenizer && args.input_ids.empty())
+      fail(files.location(),
+           !files.gguf() ? " has no tokenizer.json"
+                         : " is a GGUF file without a vocabulary shardlm reads (tokenizer.ggml.*)",
+           ", so a text prompt cannot be encoded: pass --input-ids");
+    if (!tokenizer && args.output == "text")
+      fail(files.location(), " has no tokenizer.json, so ids cannot be shown as text: use --output ids or json");
+  };
+  LoadedModel loaded = load_model(args.model, check);
   const std::optional<AutoTokenizer>& tokenizer = loaded.tokenizer;
   AutoModelForCausalLM& model = loaded.model;
-  if (!tokenizer && args.input_ids.empty())
-    fail(loaded.files.location(),
-         !loaded.files.gguf() ? " has no tokenizer.json"
-                                          : " is a GGUF file without a vocabulary shardlm reads (tokenizer.ggml.*)",
-         ", so a text prompt cannot be encoded: pass --input-ids");
-  if (!tokenizer && args.output == "text")
-    fail(loaded.files.location(), " has no tokenizer.json, so ids cannot be shown as text: use --output ids or json");
 
   BatchEncoding inputs;
   if (!args.input_ids.empty()) {

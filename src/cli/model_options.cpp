@@ -91,7 +91,7 @@ GenerationConfig to_generation_config(const SamplingArguments& args) {
   return config;
 }
 
-LoadedModel load_model(const ModelArguments& args) {
+LoadedModel load_model(const ModelArguments& args, const FilesCheck& check) {
   if (args.verbose) log::set_level(log::Level::info);
   DistributedConfig distributed{.tp_size = args.tp_size, .collective_timeout_seconds = args.collective_timeout};
   std::optional<io::ModelFiles> resolved;
@@ -109,6 +109,7 @@ LoadedModel load_model(const ModelArguments& args) {
     // The loaders get the resolved directory, so tokenizer and weights come from one snapshot.
     model_path = resolved->is_embedded() ? args.model : resolved->location();
     if (resolved->exists("tokenizer.json")) tokenizer = AutoTokenizer::from_pretrained(model_path);
+    if (check) check(*resolved, tokenizer);
   });
   io::ModelFiles files = std::move(*resolved);
   PretrainedOptions options;

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -45,9 +46,12 @@ struct LoadedModel {
   AutoModelForCausalLM model;
   bool prints_output() const { return model.tp_rank() == 0; }
 };
+// What a command needs of the files and tokenizer, checked before any weight is read: a
+// missing tokenizer fails at once, not after a load of minutes. Throws to refuse.
+using FilesCheck = std::function<void(const io::ModelFiles& files, const std::optional<AutoTokenizer>& tokenizer)>;
 // Resolves the model once (a model id costs one round of hub requests), then loads
-// the tokenizer (if any) and the weights from the same files. Under tensor parallelism
-// only rank 0 keeps stdout: the other ranks' generated text goes nowhere.
-LoadedModel load_model(const ModelArguments& args);
+// the tokenizer (if any), runs `check`, and loads the weights from the same files. Under
+// tensor parallelism only rank 0 keeps stdout: the other ranks' generated text goes nowhere.
+LoadedModel load_model(const ModelArguments& args, const FilesCheck& check = {});
 
 }  // namespace shardlm::cli

@@ -29,9 +29,11 @@ std::string read_text(const std::string& path) {
 
 void run(PerplexityArguments& args) {
   const std::string text = read_text(args.file);
-  LoadedModel loaded = load_model(args.model);
-  if (!loaded.tokenizer)
-    fail(loaded.files.location(), " has no tokenizer this build reads: perplexity needs one to split the text");
+  const auto check = [](const io::ModelFiles& files, const std::optional<AutoTokenizer>& tokenizer) {
+    if (!tokenizer)
+      fail(files.location(), " has no tokenizer this build reads: perplexity needs one to split the text");
+  };
+  LoadedModel loaded = load_model(args.model, check);
   const std::vector<int64_t> tokens = loaded.tokenizer->encode(text, /*add_special_tokens=*/true);
   // BOS, where the tokenizer adds one, starts every chunk (llama-perplexity's rule).
   const std::optional<int64_t> bos = detail::Access::impl(loaded.model).config.bos_token_id;

@@ -39,7 +39,9 @@ void run(const QuantizeArguments& args) {
     if (checkpoint.from_gguf() && !is_floating(tensor.dtype())) tensor = dequantize_weight(tensor);
     before += tensor.nbytes();
     if (is_floating(tensor.dtype()) && quantizable(tensor.shape())) {
-      tensor = args.bits == 4 && !keeps_eight_bits_under_int4(name) ? quantize_int4(tensor) : quantize_int8(tensor);
+      constexpr int every_core = 0;
+      tensor = args.bits == 4 && !keeps_eight_bits_under_int4(name) ? quantize_int4(tensor, every_core)
+                                                                     : quantize_int8(tensor, every_core);
       tensors.emplace(models::block_scale_name(name), tensor.block_scales());
       after += tensor.block_scales().nbytes();
       ++quantized;

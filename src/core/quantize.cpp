@@ -7,6 +7,7 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/thread_pool.h"
 
 namespace shardlm {
 
@@ -18,9 +19,9 @@ namespace {
 
 // A floating [out, in] weight quantized by blocks into `values` ([out, in] of `dtype`) and
 // f16 scales [out, in / 32]: each row is widened to f32 once, and quantize_block(r, b,
-// block values [32], scale bits) fills block b of row r.
+// block values [32], scale bits) fills block b of row r. Runs of rows go to the threads.
 template <typename QuantizeBlock>
-Tensor quantize_blocks(const Tensor& weight, DType dtype, QuantizeBlock quantize_block) {
+Tensor quantize_blocks(const Tensor& weight, DType dtype, int threads, QuantizeBlock quantize_block) {
   SHARDLM_CHECK(is_floating(weight.dtype()) && quantizable(weight.shape()), "cannot quantize ", weight.describe(),
                 " to ", dtype_name(dtype), ": it needs a floating [out, in] weight with in a multiple of ",
                 Tensor::quant_block);
@@ -28,28 +29,32 @@ Tensor quantize_blocks(const Tensor& weight, DType dtype, QuantizeBlock quantize
   Tensor values = Tensor::empty(weight.shape(), dtype);       // [rows, in]
   Tensor scales = Tensor::empty({rows, blocks}, DType::f16);  // [rows, in / 32]
   auto* scale_bits = scales.mutable_data<uint16_t>();
-  std::vector<float> row(static_cast<size_t>(in));
   const size_t row_bytes = static_cast<size_t>(in) * dtype_size(weight.dtype());
-  for (int64_t r = 0; r < rows; ++r) {
-    convert_to_f32(static_cast<const std::byte*>(weight.raw()) + r * row_bytes, weight.dtype(), row.data(),
-                   row.size());
-    for (int64_t b = 0; b < blocks; ++b) {
-      const float* block = row.data() + b * Tensor::quant_block;
-      for (int64_t i = 0; i < Tensor::quant_block; ++i)
-        SHARDLM_CHECK(std::isfinite(block[i]), "cannot quantize ", weight.describe(), ": row ", r,
-                      " holds a non-finite value");
-      quantize_block(values, r, b, block, scale_bits[r * blocks + b]);
-      SHARDLM_CHECK(std::isfinite(f16_to_f32(scale_bits[r * blocks + b])), "cannot quantize ", weight.describe(),
-                    ": row ", r, " has values beyond float16's range for a block scale");
+  constexpr int64_t rows_a_task = 64;
+  ThreadPool pool(threads);
+  pool.run((rows + rows_a_task - 1) / rows_a_task, [&](int64_t task) {
+    std::vector<float> row(static_cast<size_t>(in));
+    for (int64_t r = task * rows_a_task; r < std::min(rows, (task + 1) * rows_a_task); ++r) {
+      convert_to_f32(static_cast<const std::byte*>(weight.raw()) + r * row_bytes, weight.dtype(), row.data(),
+                     row.size());
+      for (int64_t b = 0; b < blocks; ++b) {
+        const float* block = row.data() + b * Tensor::quant_block;
+        for (int64_t i = 0; i < Tensor::quant_block; ++i)
+          SHARDLM_CHECK(std::isfinite(block[i]), "cannot quantize ", weight.describe(), ": row ", r,
+                        " holds a non-finite value");
+        quantize_block(values, r, b, block, scale_bits[r * blocks + b]);
+        SHARDLM_CHECK(std::isfinite(f16_to_f32(scale_bits[r * blocks + b])), "cannot quantize ", weight.describe(),
+                      ": row ", r, " has values beyond float16's range for a block scale");
+      }
     }
-  }
+  });
   return values.with_block_scales(std::move(scales));
 }
 
 }  // namespace
 
-Tensor quantize_int8(const Tensor& weight) {
-  return quantize_blocks(weight, DType::i8, [](const Tensor& values, int64_t r, int64_t b, const float* block,
+Tensor quantize_int8(const Tensor& weight, int threads) {
+  return quantize_blocks(weight, DType::i8, threads, [](const Tensor& values, int64_t r, int64_t b, const float* block,
                                                uint16_t& bits) {
     float magnitude = 0;
     for (int64_t i = 0; i < Tensor::quant_block; ++i) magnitude = std::max(magnitude, std::abs(block[i]));
@@ -109,8 +114,8 @@ void quantize_int4_block(const float* values, uint8_t* nibbles, uint16_t* scale_
 
 }  // namespace
 
-Tensor quantize_int4(const Tensor& weight) {
-  return quantize_blocks(weight, DType::i4, [](const Tensor& values, int64_t r, int64_t b, const float* block,
+Tensor quantize_int4(const Tensor& weight, int threads) {
+  return quantize_blocks(weight, DType::i4, threads, [](const Tensor& values, int64_t r, int64_t b, const float* block,
                                                uint16_t& bits) {
     auto* nibbles = static_cast<uint8_t*>(values.mutable_raw()) + (r * values.shape()[1] + b * Tensor::quant_block) / 2;
     quantize_int4_block(block, nibbles, &bits);

@@ -11,8 +11,10 @@ namespace shardlm {
 
 // weight: a float tensor [out, in] with in % Tensor::quant_block == 0. Returns an i8
 // [out, in] tensor carrying its f16 scales [out, in / quant_block]: per block,
-// scale = max|w| / 127 rounded to f16, q = round(w / scale), as Q8_0 does.
-Tensor quantize_int8(const Tensor& weight);
+// scale = max|w| / 127 rounded to f16, q = round(w / scale), as Q8_0 does. The rows are
+// split over `threads` threads (0: one a hardware thread); the result does not depend on
+// how many.
+Tensor quantize_int8(const Tensor& weight, int threads = 1);
 
 // weight: as for quantize_int8. Returns an i4 [out, in] tensor (16 bytes a block) carrying
 // its f16 scales [out, in / quant_block]. Values q in [-8, 7] stand for q * scale; byte j of
@@ -21,7 +23,8 @@ Tensor quantize_int8(const Tensor& weight);
 // Per block, the scale is the one of least squared error among candidates that map the
 // largest magnitude to -8 .. -6 (Q4_0 takes -8 alone), each refitted by least squares to
 // its rounded values: never less accurate than Q4_0's rule at the same 4.5 bits a weight.
-Tensor quantize_int4(const Tensor& weight);
+// Threads as for quantize_int8.
+Tensor quantize_int4(const Tensor& weight, int threads = 1);
 
 // Under int4, the token embedding and the LM head (often one tensor) stay int8: every
 // logit is a dot product with a row of the head, which 4-bit rows perturb more than any

@@ -30,6 +30,8 @@ struct LoadOptions {
   // The same to int4, a block of 32 four-bit values with one f16 scale (core/quantize.h:
   // quantize_int4), on the CPU only.
   bool quantize_int4 = false;
+  // Threads for the work done while loading (quantizing): the backend's.
+  int threads = 1;
   // The KV cache's element type; unset: bfloat16 when the weights are 16-bit floats or
   // int8 (as transformers keeps the cache in the model's dtype), float32 otherwise.
   std::optional<DType> kv_cache_dtype{};

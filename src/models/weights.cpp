@@ -206,9 +206,10 @@ Tensor WeightLoader::finish_loading(Tensor tensor, const std::string& name) {
   if (!on_host && checkpoint_->from_gguf() && !is_floating(tensor.dtype())) tensor = dequantize_weight(tensor);
   if (!tensor.quantized() && !is_ggml_blocks(tensor.dtype())) {
     if (options_.dtype && *options_.dtype != tensor.dtype()) tensor = tensor.to_dtype(*options_.dtype);
-    if (options_.quantize_int8 && quantizable(tensor.shape())) tensor = quantize_int8(tensor);
+    const int threads = options_.threads;
+    if (options_.quantize_int8 && quantizable(tensor.shape())) tensor = quantize_int8(tensor, threads);
     if (options_.quantize_int4 && quantizable(tensor.shape()))
-      tensor = keeps_eight_bits_under_int4(name) ? quantize_int8(tensor) : quantize_int4(tensor);
+      tensor = keeps_eight_bits_under_int4(name) ? quantize_int8(tensor, threads) : quantize_int4(tensor, threads);
   }
   return place(std::move(tensor), name);
 }

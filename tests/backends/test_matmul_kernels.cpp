@@ -17,6 +17,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <random>
 
@@ -258,6 +259,23 @@ TEST(Quantize, Int4IsAtLeastAsAccurateAsQ4_0) {
   }
   EXPECT_EQ(reference::load_f32(quantize_int4(weight), 5), 0.0f);
   EXPECT_THROW(quantize_int4(random_tensor({4, 40}, DType::f32, random)), Error);
+}
+
+// Rows go to threads in runs of 64: 300 rows at three threads give uneven runs, and the
+// bytes must be those of one thread. A non-finite value is still named, from any thread.
+TEST(Quantize, ThreadsDoNotChangeTheResult) {
+  std::mt19937 random(9);
+  Tensor weight = random_tensor({300, 64}, DType::bf16, random);
+  const auto same_bytes = [](const Tensor& a, const Tensor& b) {
+    return a.nbytes() == b.nbytes() && std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0 &&
+           std::memcmp(a.block_scales().raw(), b.block_scales().raw(), a.block_scales().nbytes()) == 0;
+  };
+  EXPECT_TRUE(same_bytes(quantize_int4(weight, 1), quantize_int4(weight, 3)));
+  EXPECT_TRUE(same_bytes(quantize_int8(weight, 1), quantize_int8(weight, 3)));
+  Tensor broken = random_tensor({300, 64}, DType::f32, random);
+  broken.mutable_data<float>()[250 * 64 + 7] = std::nanf("");
+  EXPECT_NE(testing::error_of([&] { quantize_int4(broken, 3); }).find("row 250 holds a non-finite value"),
+            std::string::npos);
 }
 
 TEST(Quantize, RejectsRowsThatAreNotWholeBlocks) {

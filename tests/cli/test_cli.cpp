@@ -62,6 +62,32 @@ TEST(Cli, ModelWithoutTokenizerTakesIds) {
   EXPECT_TRUE(text.out.empty());
 }
 
+// A command that cannot run without a tokenizer says so before it reads any weight: here
+// the weights are cut short, and the error is still the tokenizer's.
+TEST(Cli, MissingTokenizerFailsBeforeTheWeightsLoad) {
+  const std::filesystem::path model =
+      std::filesystem::temp_directory_path() / ("shardlm_no_tokenizer_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(model);
+  std::filesystem::create_directories(model);
+  const std::filesystem::path fixture = testing::data_path("fixtures/qwen3-tiny-untied");
+  std::filesystem::copy_file(fixture / "config.json", model / "config.json");
+  std::filesystem::copy_file(fixture / "model.safetensors", model / "model.safetensors");
+  std::filesystem::resize_file(model / "model.safetensors", std::filesystem::file_size(model / "model.safetensors") / 2);
+  std::ofstream(model / "text.txt") << "some text to score";
+  const std::string text = (model / "text.txt").string();
+  for (const std::string& command : {std::string("generate --prompt hello"), std::string("chat"), "perplexity -f " + text}) {
+    CommandResult result = run(command + " --model " + model.string(), "hi\n");
+    EXPECT_EQ(result.exit_code, 1) << command;
+    EXPECT_TRUE(contains(result.err, "no tokenizer")) << command << ": " << result.err;
+    EXPECT_FALSE(contains(result.err, "safetensors")) << command << ": " << result.err;
+    EXPECT_TRUE(result.out.empty()) << command;
+  }
+  CommandResult ids = run("generate --input-ids 5,6 -n 2 --output ids --model " + model.string());
+  EXPECT_EQ(ids.exit_code, 1);
+  EXPECT_TRUE(contains(ids.err, "model.safetensors")) << ids.err;
+  std::filesystem::remove_all(model);
+}
+
 TEST(Cli, BadInputGetsAClearErrorAndNoOutput) {
   struct Case {
     std::string arguments, message;
