@@ -320,7 +320,7 @@ void run(const BenchArguments& args) {
                 args.batch > 1 ? str_cat(", batch ", args.batch, ": tokens of all rows").c_str() : "");
   if (probed_per_repetition)
     std::printf("limits probed before and after each repetition; each share is of their mean\n");
-  if ((pp_share.mean > 100 && !limit.on_unprobed_tiles) || tg_share.mean > 100)
+  if (pp_share.mean > 100 || tg_share.mean > 100)
     std::printf("a share over 100%%: the machine's speed moved between the probes and the run (a shared VM's "
                 "bandwidth and clock drift by tens of percent); rerun, or pair each decode step with a probe pass "
                 "(--paired-probe)\n");

@@ -10,7 +10,7 @@ namespace shardlm::cli {
 namespace {
 
 constexpr const char* instruction_names[] = {"f32 FMA", "bf16 dot product (VDPBF16PS)",
-                                             "int8 dot product (VPDPBUSD)"};
+                                             "int8 dot product (VPDPBUSD)", "AMX bf16 tiles (TDPBF16PS)"};
 
 bool is_float(DType dtype) { return dtype == DType::f32 || dtype == DType::bf16 || dtype == DType::f16; }
 
@@ -25,10 +25,12 @@ DType running_dtype(DType stored, const io::ModelConfig& config, const ModelArgu
   return args.dtype.empty() ? stored : parse_dtype(args.dtype);
 }
 
-// The AVX512-BF16 table's dot products, where its gemm takes them; everything else
-// (and the AMX table's tiles, which have no probe) is scored against f32 FMAs.
+// The AMX table's tiles and the AVX512-BF16 table's dot products, where their gemms take
+// them; everything else is scored against f32 FMAs.
 PeakInstruction instruction_of(const backends::cpu::CpuKernels& table, DType dtype, int64_t in) {
   dtype = backends::cpu::kernel_dtype(dtype);
+  if (table.isa == "amx" && backends::cpu::gemm_rounds_input_to_bf16(table, dtype, in))
+    return PeakInstruction::amx_bf16_tiles;
   if (table.isa != "avx512_bf16") return PeakInstruction::f32_fma;
   if (backends::cpu::gemm_rounds_input_to_bf16(table, dtype, in)) return PeakInstruction::bf16_dot;
   if (backends::cpu::gemm_rounds_input_to_int8(table, dtype, in)) return PeakInstruction::int8_dot;
@@ -40,7 +42,7 @@ PeakInstruction instruction_of(const backends::cpu::CpuKernels& table, DType dty
 std::string PrefillLimit::describe() const {
   std::string mix;
   int kinds = 0;
-  for (int i = 0; i < 3; ++i)
+  for (int i = 0; i < peak_instructions; ++i)
     if (flops[i] > 0) {
       mix += str_cat(kinds++ ? ", " : "", instruction_names[i]);
       if (flops[i] < total_flops())
@@ -51,11 +53,11 @@ std::string PrefillLimit::describe() const {
 
 double PrefillLimit::peak_gflops(const std::function<double(PeakInstruction)>& peak_of) const {
   double seconds = 0;  // per GFLOP of the whole
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < peak_instructions; ++i) {
     if (flops[i] <= 0) continue;
     const double peak = peak_of(static_cast<PeakInstruction>(i));
     if (peak <= 0) return 0;
-    seconds += flops[i] / total_flops() / peak;
+    seconds += work[i] / total_flops() / peak;
   }
   return seconds > 0 ? 1 / seconds : peak_of(PeakInstruction::f32_fma);
 }
@@ -70,9 +72,12 @@ PrefillLimit prefill_limit(const io::ModelConfig& config, const io::ModelFiles& 
                                                    : config.torch_dtype.value_or(DType::f32);
     const DType dtype = running_dtype(stored, config, args);
     const PeakInstruction instruction = instruction_of(table, dtype, shape[1]);
-    limit.flops[static_cast<int>(instruction)] += 2.0 * static_cast<double>(shape.numel());
-    limit.on_unprobed_tiles |= table.isa == "amx" && backends::cpu::gemm_rounds_input_to_bf16(
-                                                         table, backends::cpu::kernel_dtype(dtype), shape[1]);
+    const double flops = 2.0 * static_cast<double>(shape.numel());
+    const double passes = instruction == PeakInstruction::amx_bf16_tiles
+                              ? static_cast<double>(backends::cpu::amx_weight_terms(backends::cpu::kernel_dtype(dtype)))
+                              : 1.0;
+    limit.flops[static_cast<int>(instruction)] += flops;
+    limit.work[static_cast<int>(instruction)] += passes * flops;
   }
   return limit;
 }
@@ -81,6 +86,7 @@ double measure_peak(PeakInstruction instruction, int threads) {
   switch (instruction) {
     case PeakInstruction::bf16_dot: return backends::cpu::measure_bf16_dot_peak_gflops(threads);
     case PeakInstruction::int8_dot: return backends::cpu::measure_int8_dot_peak_gops(threads);
+    case PeakInstruction::amx_bf16_tiles: return backends::cpu::measure_amx_bf16_peak_gflops(threads);
     case PeakInstruction::f32_fma: break;
   }
   return backends::cpu::measure_fma_peak_gflops(threads);

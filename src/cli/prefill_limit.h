@@ -14,21 +14,23 @@
 
 namespace shardlm::cli {
 
-enum class PeakInstruction { f32_fma, bf16_dot, int8_dot };
+enum class PeakInstruction { f32_fma, bf16_dot, int8_dot, amx_bf16_tiles };
+constexpr int peak_instructions = 4;
 
 struct PrefillLimit {
   // The prefill matmuls' FLOPs by the instruction that runs them; in order of
   // PeakInstruction, zero where none.
-  double flops[3] = {0, 0, 0};
-  // Whether some of them run on the AMX table's tiles: those have no probe and are scored
-  // against f32 FMAs, which they outrun, so the share may exceed 100%.
-  bool on_unprobed_tiles = false;
+  double flops[peak_instructions] = {};
+  // The FLOPs each instruction performs for them: `flops`, but twice those of the f16 and
+  // int8 matrices on AMX tiles, each split into two bf16 terms (amx_weight_terms).
+  double work[peak_instructions] = {};
 
-  double total_flops() const { return flops[0] + flops[1] + flops[2]; }
+  double total_flops() const { return flops[0] + flops[1] + flops[2] + flops[3]; }
   // "f32 FMA", or for a mix each instruction with its share of the FLOPs.
   std::string describe() const;
-  // The effective peak: the FLOPs over the least time the instructions take at the peaks
-  // `peak_of` measures (GFLOP/s, or G ops/s); 0 where one of them has no peak here.
+  // The effective peak: the FLOPs over the least time the instructions take for their
+  // work at the peaks `peak_of` measures (GFLOP/s, or G ops/s); 0 where one of them has
+  // no peak here.
   double peak_gflops(const std::function<double(PeakInstruction)>& peak_of) const;
 };
 

@@ -12,13 +12,19 @@ namespace {
 
 TEST(PrefillLimit, EachInstructionWeighsByItsFlops) {
   PrefillLimit limit;
-  limit.flops[static_cast<int>(PeakInstruction::f32_fma)] = 3;
-  limit.flops[static_cast<int>(PeakInstruction::int8_dot)] = 1;
+  limit.flops[static_cast<int>(PeakInstruction::f32_fma)] = limit.work[static_cast<int>(PeakInstruction::f32_fma)] = 3;
+  limit.flops[static_cast<int>(PeakInstruction::int8_dot)] = limit.work[static_cast<int>(PeakInstruction::int8_dot)] = 1;
   EXPECT_EQ(limit.describe(),
             "mix of f32 FMA for 75% of the FLOPs, int8 dot product (VPDPBUSD) for 25% of the FLOPs");
   // 4 FLOPs take 3 / 100 + 1 / 400 s at peaks of 100 and 400.
   const auto peaks = [](PeakInstruction i) { return i == PeakInstruction::f32_fma ? 100.0 : 400.0; };
   EXPECT_DOUBLE_EQ(limit.peak_gflops(peaks), 4 / (3 / 100.0 + 1 / 400.0));
+  // An f16 matrix on AMX tiles takes two passes: 2 FLOPs of it cost 4 FLOPs' time.
+  PrefillLimit tiles;
+  tiles.flops[static_cast<int>(PeakInstruction::amx_bf16_tiles)] = 2;
+  tiles.work[static_cast<int>(PeakInstruction::amx_bf16_tiles)] = 4;
+  EXPECT_EQ(tiles.describe(), "AMX bf16 tiles (TDPBF16PS)");
+  EXPECT_DOUBLE_EQ(tiles.peak_gflops(peaks), 200.0);
   // An instruction with no peak on this machine leaves no limit, rather than a wrong one.
   EXPECT_EQ(limit.peak_gflops([](PeakInstruction i) { return i == PeakInstruction::int8_dot ? 0.0 : 100.0; }), 0);
   EXPECT_EQ(PrefillLimit{}.describe(), "f32 FMA");
@@ -39,25 +45,42 @@ TEST(PrefillLimit, AGgufOfQ8_0AndF16MatricesCountsEachInstructionsFlops) {
     EXPECT_DOUBLE_EQ(limit.total_flops(), int8_flops + f16_flops);
     const bool int8_dots =
         table->isa == "avx512_bf16" && backends::cpu::gemm_rounds_input_to_int8(*table, DType::i8, 64);
+    const bool tiles = table->isa == "amx";  // the int8 matrices, in two bf16 passes
     EXPECT_DOUBLE_EQ(limit.flops[static_cast<int>(PeakInstruction::int8_dot)], int8_dots ? int8_flops : 0);
+    EXPECT_DOUBLE_EQ(limit.flops[static_cast<int>(PeakInstruction::amx_bf16_tiles)], tiles ? int8_flops : 0);
+    EXPECT_DOUBLE_EQ(limit.work[static_cast<int>(PeakInstruction::amx_bf16_tiles)], tiles ? 2 * int8_flops : 0);
     EXPECT_DOUBLE_EQ(limit.flops[static_cast<int>(PeakInstruction::f32_fma)],
-                     int8_dots ? f16_flops : int8_flops + f16_flops);
+                     int8_dots || tiles ? f16_flops : int8_flops + f16_flops);
     // --dtype leaves the stored Q8_0 blocks as they are; down, in bf16, has rows of 176
     // values, not whole 32-value runs, and stays on FMAs.
     ModelArguments to_bf16;
     to_bf16.dtype = "bfloat16";
     const PrefillLimit converted = prefill_limit(config, files, to_bf16, *table);
-    for (int i = 0; i < 3; ++i) EXPECT_DOUBLE_EQ(converted.flops[i], limit.flops[i]) << i;
-    EXPECT_EQ(limit.on_unprobed_tiles, table->isa == "amx");
+    for (int i = 0; i < peak_instructions; ++i) EXPECT_DOUBLE_EQ(converted.flops[i], limit.flops[i]) << i;
   }
-  // The AMX table's tiles, which have no probe, are named where they run a matrix (the
-  // table here: the portable one's entries, said to run int8 weights on tiles).
+  // On any CPU, a table that runs int8 weights on AMX tiles (the portable one's entries,
+  // said to) scores them against the tiles, each int8 FLOP two FLOPs of tile work.
   backends::cpu::CpuKernels tiles = backends::cpu::portable_cpu_kernels();
   tiles.isa = "amx";
   tiles.gemm_rounds_input_to_bf16 = [](DType dtype, int64_t in) { return dtype == DType::i8 && in % 32 == 0; };
-  EXPECT_TRUE(prefill_limit(config, files, ModelArguments{}, tiles).on_unprobed_tiles);
+  const PrefillLimit on_tiles = prefill_limit(config, files, ModelArguments{}, tiles);
+  EXPECT_DOUBLE_EQ(on_tiles.flops[static_cast<int>(PeakInstruction::amx_bf16_tiles)], int8_flops);
+  EXPECT_DOUBLE_EQ(on_tiles.work[static_cast<int>(PeakInstruction::amx_bf16_tiles)], 2 * int8_flops);
+  EXPECT_DOUBLE_EQ(on_tiles.work[static_cast<int>(PeakInstruction::f32_fma)], f16_flops);
   tiles.gemm_rounds_input_to_bf16 = nullptr;
-  EXPECT_FALSE(prefill_limit(config, files, ModelArguments{}, tiles).on_unprobed_tiles);
+  EXPECT_DOUBLE_EQ(prefill_limit(config, files, ModelArguments{}, tiles).flops[static_cast<int>(PeakInstruction::f32_fma)],
+                   int8_flops + f16_flops);
+}
+
+// The AMX probe runs only where the tiles do; there it must outrun the AVX-512 bf16 dot
+// product it replaces (16 times the FLOPs a cycle on Sapphire Rapids).
+TEST(PrefillLimit, TheAmxTilesHaveTheirOwnPeak) {
+  const double tiles = measure_peak(PeakInstruction::amx_bf16_tiles, 1);
+  if (backends::cpu::amx_cpu_kernels() == nullptr) {
+    EXPECT_EQ(tiles, 0);
+    GTEST_SKIP() << "no AMX here: the probe reports none";
+  }
+  EXPECT_GT(tiles, 2 * measure_peak(PeakInstruction::bf16_dot, 1));
 }
 
 }  // namespace

@@ -149,6 +149,16 @@ const CpuKernels* avx512_cpu_kernels();
 const CpuKernels* avx512_bf16_cpu_kernels();
 const CpuKernels* amx_cpu_kernels();
 bool cpu_has_avx512();
+namespace {
+// The bf16 terms the AMX table splits a weight of `weight_dtype` into, each a whole pass
+// of tile products: bf16 1; f16 and int8 2 (the bf16 rounding, then the rest). Internal
+// linkage: the AMX file's copy is compiled for other instructions than its callers'.
+constexpr int64_t amx_weight_terms(DType weight_dtype) { return weight_dtype == DType::bf16 ? 1 : 2; }
+}  // namespace
+// The AMX probe's body (machine_limits.h): `iterations` rounds of the gemm's inner step,
+// four TDPBF16PS into four C tiles from two A and two B tiles, on the calling thread;
+// returns one of the sums. Only where amx_cpu_kernels() is not null.
+float run_amx_bf16_tile_chains(int64_t iterations);
 // Whether `kernels`' gemm rounds the activations to bf16 for weights of `weight_dtype`
 // and row length `in` (the AMX table's tile units do, for bf16, f16 and int8 weights whose
 // rows are whole 32-element tiles; the AVX512-BF16 table's dot products for bf16 weights):

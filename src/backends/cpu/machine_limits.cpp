@@ -178,6 +178,15 @@ double measure_int8_dot_peak_gops(int threads) {
   return best_gflops(threads, 2.0 * 4 * 16 * fma_chains * static_cast<double>(fma_iterations), run_int8_dot_chains);
 }
 
+double measure_amx_bf16_peak_gflops(int threads) {
+  if (amx_cpu_kernels() == nullptr) return 0;
+  // Four instructions an iteration, each 16 cycles at best on Sapphire Rapids: a pass
+  // of ~0.1 s there, as the vector probes'.
+  constexpr int64_t iterations = 5'000'000;
+  return best_gflops(threads, 2.0 * 16 * 16 * 32 * 4 * static_cast<double>(iterations),
+                     [] { return run_amx_bf16_tile_chains(iterations); });
+}
+
 double measure_fma_peak_gflops(int threads) {
   if (!has_avx2_fma()) return 0;
   const bool wide = cpu_has_avx512();

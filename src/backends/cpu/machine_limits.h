@@ -1,8 +1,8 @@
 #pragma once
 // The physical limits a CPU kernel is measured against: how fast memory streams into
 // the cores (decode reads every weight once per token) and how many multiply-adds the
-// cores retire with the instruction the prefill kernel uses (f32 FMAs, bf16 dot products
-// or int8 dot products). `shardlm bench` and bench/roofline report
+// cores retire with the instruction the prefill kernel uses (f32 FMAs, bf16 or int8 dot
+// products, or AMX tiles). `shardlm bench` and bench/roofline report
 // kernel speed as a share of these, measured on the machine itself.
 
 #include "core/tensor.h"
@@ -43,5 +43,9 @@ double measure_bf16_dot_peak_gflops(int threads);
 // G ops/s (2 per byte product) of VPDPBUSD, the int8 prefill instruction of the AVX512-BF16
 // table (avx512_vnni_gemm.h), on `threads` threads; 0 where the CPU lacks AVX512_VNNI.
 double measure_int8_dot_peak_gops(int threads);
+// GFLOP/s (2 per multiply-add; 16 x 16 x 32 of them an instruction) of TDPBF16PS on the AMX
+// tiles, the AMX table's prefill instruction, on `threads` threads; 0 where the CPU or the
+// OS gives no AMX-BF16.
+double measure_amx_bf16_peak_gflops(int threads);
 
 }  // namespace shardlm::backends::cpu

@@ -27,6 +27,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
+#include <iterator>
 #include <vector>
 
 #include "backends/cpu/avx512_gemm.h"
@@ -44,9 +45,6 @@ bool runs_on_tiles(DType weight_dtype, int64_t in) {
   return (weight_dtype == DType::bf16 || weight_dtype == DType::f16 || weight_dtype == DType::i8) && in % tile_k == 0;
 }
 
-// bf16 tiles a weight dtype splits into: bf16 1, f16 and int8 2 (the bf16 rounding, then
-// the rest).
-constexpr int64_t weight_terms(DType weight_dtype) { return weight_dtype == DType::bf16 ? 1 : 2; }
 
 const CpuKernels& fallback() { return *avx512_cpu_kernels(); }
 
@@ -172,7 +170,7 @@ void store_tile(float* out, int64_t stride, int64_t row0, int64_t column0, int64
 template <DType D>
 void gemm_on_tiles(const float* packed_x, int64_t rows, const WeightView& w, int64_t o_begin, int64_t o_end,
                    float* out, int64_t stride) {
-  constexpr int64_t terms = weight_terms(D);
+  constexpr int64_t terms = amx_weight_terms(D);
   const auto* x = reinterpret_cast<const uint16_t*>(packed_x);  // [rows rounded up to 48, in] bf16
   const int64_t in = w.in, k_blocks = in / tile_k, row_blocks = (rows + tile_rows - 1) / tile_rows;
   const int64_t x_stride = in * static_cast<int64_t>(sizeof(uint16_t));
@@ -275,6 +273,32 @@ namespace {
 }
 
 }  // namespace
+
+float run_amx_bf16_tile_chains(int64_t iterations) {
+  configure_tiles();
+  // Every operand element 2^-7 (bf16 0x3C00): each instruction adds 32 products of 2^-14
+  // to every sum, which stays far inside f32's range over any probe's length.
+  alignas(64) uint16_t operand[tile_rows * tile_k];
+  std::fill(std::begin(operand), std::end(operand), uint16_t{0x3C00});
+  _tile_loadd(4, operand, 64);
+  _tile_loadd(5, operand, 64);
+  _tile_loadd(6, operand, 64);
+  _tile_loadd(7, operand, 64);
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  for (int64_t i = 0; i < iterations; ++i) {
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    _tile_dpbf16ps(2, 5, 6);
+    _tile_dpbf16ps(3, 5, 7);
+  }
+  alignas(64) float sums[tile_rows * 16];
+  _tile_stored(0, sums, 64);
+  _tile_release();
+  return sums[0];
+}
 
 const CpuKernels* amx_cpu_kernels() {
   static const bool runs = cpu_runs_amx_bf16();
