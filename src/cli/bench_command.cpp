@@ -2,8 +2,9 @@
 // manner of llama-bench, with each figure's share of the machine's physical limit:
 // decode against memory bandwidth (every weight byte is read once per token), prefill
 // against the peak of the instructions its matmuls run (the matrix FLOPs of the prompt):
-// f32 FMAs on the CPU's widest vectors, or bf16 and int8 dot products (the avx512_bf16
-// table), each weighed by its matmuls' share of the FLOPs (prefill_limit.h).
+// f32 FMAs on the CPU's widest vectors, bf16 and int8 dot products (the avx512_bf16
+// table) or AMX tiles (the amx table), each weighed by its matmuls' share of the FLOPs
+// (prefill_limit.h).
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -370,8 +371,8 @@ void add_bench_command(CLI::App& app) {
   command->add_option("--fma-peak-gflops", args->fma_peak_gflops,
                       "Matrix peak for the pp share (default on the CPU: measured before each repetition, for "
                       "the instruction the prefill runs: f32 FMAs, or on the avx512_bf16 kernels bf16 dot "
-                      "products over bf16 weights and int8 dot products over int8 ones); a GPU's bf16 matrix "
-                      "peak must be given");
+                      "products over bf16 weights and int8 dot products over int8 ones, or on the amx kernels "
+                      "the tiles' TDPBF16PS over bf16, f16 and int8 ones); a GPU's bf16 matrix peak must be given");
   command->add_flag("--paired-probe", args->paired_probe,
                     "tg test: after the repetitions, one more run with a read-bandwidth probe pass after every "
                     "decode step, each step scored against the passes around it (CPU, one process; ~1.8x the tg "

@@ -54,8 +54,8 @@ Tensor quantize_blocks(const Tensor& weight, DType dtype, int threads, QuantizeB
 }  // namespace
 
 Tensor quantize_int8(const Tensor& weight, int threads) {
-  return quantize_blocks(weight, DType::i8, threads, [](const Tensor& values, int64_t r, int64_t b, const float* block,
-                                               uint16_t& bits) {
+  return quantize_blocks(weight, DType::i8, threads, [](const Tensor& values, int64_t r, int64_t b,
+                                                        const float* block, uint16_t& bits) {
     float magnitude = 0;
     for (int64_t i = 0; i < Tensor::quant_block; ++i) magnitude = std::max(magnitude, std::abs(block[i]));
     bits = f32_to_f16(magnitude / 127.0f);
@@ -115,8 +115,8 @@ void quantize_int4_block(const float* values, uint8_t* nibbles, uint16_t* scale_
 }  // namespace
 
 Tensor quantize_int4(const Tensor& weight, int threads) {
-  return quantize_blocks(weight, DType::i4, threads, [](const Tensor& values, int64_t r, int64_t b, const float* block,
-                                               uint16_t& bits) {
+  return quantize_blocks(weight, DType::i4, threads, [](const Tensor& values, int64_t r, int64_t b,
+                                                        const float* block, uint16_t& bits) {
     auto* nibbles = static_cast<uint8_t*>(values.mutable_raw()) + (r * values.shape()[1] + b * Tensor::quant_block) / 2;
     quantize_int4_block(block, nibbles, &bits);
   });

@@ -10,10 +10,13 @@
 namespace shardlm::cli {
 namespace {
 
+constexpr int fma = static_cast<int>(PeakInstruction::f32_fma), int8_dot = static_cast<int>(PeakInstruction::int8_dot),
+              amx = static_cast<int>(PeakInstruction::amx_bf16_tiles);
+
 TEST(PrefillLimit, EachInstructionWeighsByItsFlops) {
   PrefillLimit limit;
-  limit.flops[static_cast<int>(PeakInstruction::f32_fma)] = limit.work[static_cast<int>(PeakInstruction::f32_fma)] = 3;
-  limit.flops[static_cast<int>(PeakInstruction::int8_dot)] = limit.work[static_cast<int>(PeakInstruction::int8_dot)] = 1;
+  limit.flops[fma] = limit.work[fma] = 3;
+  limit.flops[int8_dot] = limit.work[int8_dot] = 1;
   EXPECT_EQ(limit.describe(),
             "mix of f32 FMA for 75% of the FLOPs, int8 dot product (VPDPBUSD) for 25% of the FLOPs");
   // 4 FLOPs take 3 / 100 + 1 / 400 s at peaks of 100 and 400.
@@ -21,8 +24,8 @@ TEST(PrefillLimit, EachInstructionWeighsByItsFlops) {
   EXPECT_DOUBLE_EQ(limit.peak_gflops(peaks), 4 / (3 / 100.0 + 1 / 400.0));
   // An f16 matrix on AMX tiles takes two passes: 2 FLOPs of it cost 4 FLOPs' time.
   PrefillLimit tiles;
-  tiles.flops[static_cast<int>(PeakInstruction::amx_bf16_tiles)] = 2;
-  tiles.work[static_cast<int>(PeakInstruction::amx_bf16_tiles)] = 4;
+  tiles.flops[amx] = 2;
+  tiles.work[amx] = 4;
   EXPECT_EQ(tiles.describe(), "AMX bf16 tiles (TDPBF16PS)");
   EXPECT_DOUBLE_EQ(tiles.peak_gflops(peaks), 200.0);
   // An instruction with no peak on this machine leaves no limit, rather than a wrong one.
@@ -46,11 +49,10 @@ TEST(PrefillLimit, AGgufOfQ8_0AndF16MatricesCountsEachInstructionsFlops) {
     const bool int8_dots =
         table->isa == "avx512_bf16" && backends::cpu::gemm_rounds_input_to_int8(*table, DType::i8, 64);
     const bool tiles = table->isa == "amx";  // the int8 matrices, in two bf16 passes
-    EXPECT_DOUBLE_EQ(limit.flops[static_cast<int>(PeakInstruction::int8_dot)], int8_dots ? int8_flops : 0);
-    EXPECT_DOUBLE_EQ(limit.flops[static_cast<int>(PeakInstruction::amx_bf16_tiles)], tiles ? int8_flops : 0);
-    EXPECT_DOUBLE_EQ(limit.work[static_cast<int>(PeakInstruction::amx_bf16_tiles)], tiles ? 2 * int8_flops : 0);
-    EXPECT_DOUBLE_EQ(limit.flops[static_cast<int>(PeakInstruction::f32_fma)],
-                     int8_dots || tiles ? f16_flops : int8_flops + f16_flops);
+    EXPECT_DOUBLE_EQ(limit.flops[int8_dot], int8_dots ? int8_flops : 0);
+    EXPECT_DOUBLE_EQ(limit.flops[amx], tiles ? int8_flops : 0);
+    EXPECT_DOUBLE_EQ(limit.work[amx], tiles ? 2 * int8_flops : 0);
+    EXPECT_DOUBLE_EQ(limit.flops[fma], int8_dots || tiles ? f16_flops : int8_flops + f16_flops);
     // --dtype leaves the stored Q8_0 blocks as they are; down, in bf16, has rows of 176
     // values, not whole 32-value runs, and stays on FMAs.
     ModelArguments to_bf16;
@@ -64,12 +66,11 @@ TEST(PrefillLimit, AGgufOfQ8_0AndF16MatricesCountsEachInstructionsFlops) {
   tiles.isa = "amx";
   tiles.gemm_rounds_input_to_bf16 = [](DType dtype, int64_t in) { return dtype == DType::i8 && in % 32 == 0; };
   const PrefillLimit on_tiles = prefill_limit(config, files, ModelArguments{}, tiles);
-  EXPECT_DOUBLE_EQ(on_tiles.flops[static_cast<int>(PeakInstruction::amx_bf16_tiles)], int8_flops);
-  EXPECT_DOUBLE_EQ(on_tiles.work[static_cast<int>(PeakInstruction::amx_bf16_tiles)], 2 * int8_flops);
-  EXPECT_DOUBLE_EQ(on_tiles.work[static_cast<int>(PeakInstruction::f32_fma)], f16_flops);
+  EXPECT_DOUBLE_EQ(on_tiles.flops[amx], int8_flops);
+  EXPECT_DOUBLE_EQ(on_tiles.work[amx], 2 * int8_flops);
+  EXPECT_DOUBLE_EQ(on_tiles.work[fma], f16_flops);
   tiles.gemm_rounds_input_to_bf16 = nullptr;
-  EXPECT_DOUBLE_EQ(prefill_limit(config, files, ModelArguments{}, tiles).flops[static_cast<int>(PeakInstruction::f32_fma)],
-                   int8_flops + f16_flops);
+  EXPECT_DOUBLE_EQ(prefill_limit(config, files, ModelArguments{}, tiles).flops[fma], int8_flops + f16_flops);
 }
 
 // The AMX probe runs only where the tiles do; there it must outrun the AVX-512 bf16 dot

@@ -12,7 +12,7 @@ namespace shardlm::backends::cpu {
 
 namespace {
 
-struct FlashProducts {
+struct FlashProducts : flash_attention::F32Products {
   static constexpr int64_t panel_width = avx2::panel_width, micro_rows = avx2::micro_rows;
 
   template <DType Cache>
@@ -27,8 +27,8 @@ struct FlashProducts {
   }
 
   template <DType Cache>
-  static flash_attention::ValuePanels value_panels(const void* values, int64_t t0, int64_t count, int64_t head_dim,
-                                                   float* buffer) {
+  static flash_attention::ValuePanels<float> value_panels(const void* values, int64_t t0, int64_t count,
+                                                          int64_t head_dim, float* buffer) {
     if constexpr (Cache == DType::f32) {
       return {static_cast<const float*>(values) + t0 * head_dim, panel_width, head_dim};
     } else {

@@ -45,7 +45,6 @@ bool runs_on_tiles(DType weight_dtype, int64_t in) {
   return (weight_dtype == DType::bf16 || weight_dtype == DType::f16 || weight_dtype == DType::i8) && in % tile_k == 0;
 }
 
-
 const CpuKernels& fallback() { return *avx512_cpu_kernels(); }
 
 // The tile configuration (palette 1): eight tiles of 16 rows x 64 bytes. tmm0-3 hold

@@ -456,7 +456,7 @@ void gemm_typed(const float* packed_x, int64_t rows, const WeightView& w, int64_
 // The flash kernel's products (flash_attention.h) on this file's micro-kernel: a K tile
 // packed as the gemm packs a weight panel, a V tile widened into panels [key][32] (a
 // panel's row stride is fixed at 32 here, so V is never read in place).
-struct FlashProducts {
+struct FlashProducts : flash_attention::F32Products {
   static constexpr int64_t panel_width = 32, micro_rows = avx512::micro_rows;
 
   template <DType Cache>
@@ -473,8 +473,8 @@ struct FlashProducts {
 
   // Columns past head_dim (a multiple of 16) are zero in the last panel.
   template <DType Cache>
-  static flash_attention::ValuePanels value_panels(const void* values, int64_t t0, int64_t count, int64_t head_dim,
-                                                   float* buffer) {
+  static flash_attention::ValuePanels<float> value_panels(const void* values, int64_t t0, int64_t count,
+                                                          int64_t head_dim, float* buffer) {
     const WeightView rows{values, Cache, head_dim};
     for (int64_t d0 = 0; d0 < head_dim; d0 += panel_width) {
       const __mmask16 high = first_lanes(std::min<int64_t>(16, head_dim - d0 - 16));
