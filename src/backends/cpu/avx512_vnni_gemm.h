@@ -1,6 +1,6 @@
 #pragma once
 // The int8 prefill on AVX512_VNNI (matmul_avx512_vnni.cpp), which the AVX512-BF16 table
-// runs for int8 weights: its entries, with CpuKernels' meanings.
+// runs for int8 and int4 weights: its entries, with CpuKernels' meanings.
 #include <cstdint>
 
 #include "backends/cpu/kernel_table.h"
@@ -9,7 +9,7 @@ namespace shardlm::backends::cpu::avx512_vnni {
 
 // Whether this CPU runs AVX512_VNNI (and AVX-512 F, BW, VL, DQ).
 bool cpu_runs_vnni();
-// int8 weights whose rows are whole 32-element blocks: these kernels run them.
+// int8 or int4 weights whose rows are whole 32-element blocks: these kernels run them.
 bool runs_on_quads(DType weight_dtype, int64_t in);
 // x [rows, in]'s tiles [tile_begin, tile_end) rounded to int8 per block, into `packed`.
 void pack_input(const float* x, int64_t rows, int64_t in, int64_t tile_begin, int64_t tile_end, float* packed);

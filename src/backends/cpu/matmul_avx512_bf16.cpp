@@ -2,7 +2,7 @@
 // weights with VDPBF16PS, which multiplies 16 pairs of bf16 values and adds each
 // pair's two products to an f32 lane: twice the multiply-adds of an f32 FMA in one
 // instruction; and decode steps of several sequences over bf16 weights the same way.
-// Prefill over int8 weights and decode over int4 ones run on AVX512_VNNI
+// Prefill over int8 and int4 weights and decode over int4 ones run on AVX512_VNNI
 // (matmul_avx512_vnni.cpp). Everything else (decode's gemv of up to 4 rows over other
 // weights, f32 and f16 weights, a row length that is not a multiple of 32) runs the AVX-512
 // table's kernels.

@@ -1,6 +1,7 @@
-// The int8 prefill and the int4 decode (at the end of this file) of the AVX512-BF16 table
-// (AMD Zen 4, Intel Cooper Lake and later, all of which have AVX512_VNNI). The prefill: int8
-// weights (an f16 scale s a 32-weight block) against the activations rounded to int8 per
+// The int8 and int4 prefill and the int4 decode (at the end of this file) of the AVX512-BF16
+// table (AMD Zen 4, Intel Cooper Lake and later, all of which have AVX512_VNNI). The prefill:
+// int8 weights, or int4 ones unpacked to int8 as their panels are packed (an f16 scale s a
+// 32-weight block), against the activations rounded to int8 per
 // 32-element block (a scale d each: llama.cpp's Q8_0 activations), by VPDPBUSD, which adds
 // four byte products to an int32 lane: four times an f32 FMA's multiply-adds an instruction.
 // Each block's int32 sums are scaled into f32:
@@ -72,17 +73,32 @@ void pack_row(const float* x, int64_t kc, int64_t i, uint32_t* tile) {
   }
 }
 
-// Weight columns [n0, n0 + width) (width <= 32, zero past it), k [k0, k0 + kc), as the panel
-// [kc / 4][32] dwords of u8 quads (q + 128), then its scales [kc / 32][32] f32.
+// 64 int4 weights of a row from element k (two whole blocks; one where `left` < 64) as u8
+// q + 128: a block's 16 bytes hold its values 0 - 15 in the low nibbles and 16 - 31 in the
+// high ones, each q + 8 (core/quantize.h), so the nibbles of both blocks are put in order.
+inline __m512i int4_as_u8(const uint8_t* row, int64_t k, int64_t left) {
+  const auto mask = static_cast<__mmask32>(left >= 64 ? ~0u : (1u << (left / 2)) - 1);
+  const __m256i bytes = _mm256_maskz_loadu_epi8(mask, row + k / 2);
+  const __m256i nibble = _mm256_set1_epi8(0x0F);
+  const __m256i low = _mm256_and_si256(bytes, nibble), high = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), nibble);
+  const __m512i halves = _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1);  // 128-bit lanes: l0 l1 h0 h1
+  return _mm512_add_epi8(_mm512_shuffle_i64x2(halves, halves, _MM_SHUFFLE(3, 1, 2, 0)), _mm512_set1_epi8(120));
+}
+
+// Weight columns [n0, n0 + width) (width <= 32, zero past it), k [k0, k0 + kc), of int8 or
+// int4 weights as the panel [kc / 4][32] dwords of u8 quads (q + 128), then its scales
+// [kc / 32][32] f32.
 void pack_panel(const WeightView& w, int64_t n0, int64_t width, int64_t k0, int64_t kc, uint32_t* panel) {
-  const auto* weight = static_cast<const int8_t*>(w.data) + n0 * w.in + k0;
   const __m512i offset = _mm512_set1_epi8(static_cast<char>(0x80));
   avx512::transpose_into_panel(
       width, kc / 4,
       [&](int64_t column, int64_t quad) {
-        const int64_t left = kc - 4 * quad;  // bytes of the row in this k block from the quad on
+        const int64_t left = kc - 4 * quad;  // values of the row in this k block from the quad on
+        if (w.dtype == DType::i4)
+          return int4_as_u8(static_cast<const uint8_t*>(row_pointer<DType::i4>(w, n0 + column)), k0 + 4 * quad, left);
         const auto bytes = static_cast<__mmask64>(left >= 64 ? ~0ull : (1ull << left) - 1);
-        return _mm512_xor_si512(_mm512_maskz_loadu_epi8(bytes, weight + column * w.in + 4 * quad), offset);
+        const auto* row = static_cast<const int8_t*>(row_pointer<DType::i8>(w, n0 + column));
+        return _mm512_xor_si512(_mm512_maskz_loadu_epi8(bytes, row + k0 + 4 * quad), offset);
       },
       panel);
   auto* scales = reinterpret_cast<float*>(panel + kc / 4 * panel_width);
@@ -282,7 +298,9 @@ bool cpu_runs_vnni() {
   return runs;
 }
 
-bool runs_on_quads(DType weight_dtype, int64_t in) { return weight_dtype == DType::i8 && in % block == 0; }
+bool runs_on_quads(DType weight_dtype, int64_t in) {
+  return (weight_dtype == DType::i8 || weight_dtype == DType::i4) && in % block == 0;
+}
 
 void pack_input(const float* x, int64_t rows, int64_t in, int64_t tile_begin, int64_t tile_end, float* packed) {
   auto* dwords = reinterpret_cast<uint32_t*>(packed);
