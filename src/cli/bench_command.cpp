@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -122,8 +123,7 @@ double median_of(std::vector<double> values) {
 }
 
 PairedDecode paired_decode(AutoModelForCausalLM& model, const BatchEncoding& prompts, const GenerationConfig& decode,
-                           int threads, double read_bytes) {
-  backends::cpu::ReadProbe probe(threads);
+                           backends::cpu::ReadProbe& probe, double read_bytes) {
   constexpr size_t patterns = std::size(backends::cpu::ReadProbe::stream_counts);
   std::vector<double> step_seconds, pass_gbs;  // pass i ran right after step i (0: the prefill)
   auto step_start = std::chrono::steady_clock::now();
@@ -182,10 +182,14 @@ void run(const BenchArguments& args) {
   SHARDLM_CHECK(!args.paired_probe || probe_each,
                 "--paired-probe measures the CPU's read bandwidth beside each decode step: it needs --device cpu "
                 "and a single process (tp_size 1)");
+  // One probe buffer for every repetition: a fresh 1 GiB each time spent seconds in the
+  // kernel zeroing pages. Made at the first probe, after the peak RSS is taken.
+  std::optional<backends::cpu::ReadProbe> read_probe;
   const auto probe_bandwidth = [&] {
-    return args.bandwidth_gbs ? *args.bandwidth_gbs / (on_cpu ? local_ranks : 1)
-           : on_cpu           ? backends::cpu::measure_read_bandwidth_gbs(threads)
-                              : 0;
+    if (args.bandwidth_gbs) return *args.bandwidth_gbs / (on_cpu ? local_ranks : 1);
+    if (!on_cpu) return 0.0;
+    if (!read_probe) read_probe.emplace(threads);
+    return read_probe->best_gbs();
   };
   // The prefill's limit: the peak of the instruction each of its matmuls runs, weighed by
   // its FLOPs (prefill_limit.h).
@@ -234,8 +238,9 @@ void run(const BenchArguments& args) {
       }
     }
   }
+  if (args.paired_probe && !read_probe) read_probe.emplace(threads);
   const PairedDecode paired =
-      args.paired_probe ? paired_decode(model, tg_prompts(), decode, threads, step_bytes) : PairedDecode{};
+      args.paired_probe ? paired_decode(model, tg_prompts(), decode, *read_probe, step_bytes) : PairedDecode{};
   if (!probe_each) {
     if (local_ranks > 1) parallel::world_process_group()->barrier();
     if (args.generated_tokens > 0) bandwidths.assign(tg.size(), probe_bandwidth());

@@ -24,14 +24,15 @@ class ReadProbe {
   // GB/s of one pass over the buffer, `streams` (one of stream_counts) a thread; 0 when
   // the CPU lacks AVX2.
   double pass_gbs(int streams);
+  // The best of two passes at each stream count.
+  double best_gbs();
 
  private:
   Tensor memory_;  // [1 << 28] f32: 1 GiB
   ThreadPool pool_;
 };
 
-// GB/s of reading a 1 GiB buffer with `threads` threads: the best of two ReadProbe
-// passes at each stream count.
+// ReadProbe(threads).best_gbs(): a fresh 1 GiB buffer, faulted in, for one measurement.
 double measure_read_bandwidth_gbs(int threads);
 // GFLOP/s (2 per FMA) of the widest f32 FMAs this CPU runs (16 lanes where it has
 // AVX-512, else 8) on `threads` threads: the machine's peak, whichever matmul table
