@@ -2,6 +2,10 @@
 // block scales, that loads without requantizing (io/config.h: quantization_config). int4
 // is stored as uint8 [out, in / 2], two values a byte (core/quantize.h), since safetensors
 // has no four-bit type.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -30,10 +34,27 @@ void run(const QuantizeArguments& args) {
   const io::ModelFiles files = io::resolve_model(args.model, {.revision = args.revision});
   const io::ModelConfig config = io::load_model_config(files);
   if (!config.quant_method.empty()) fail(files.path_of("config.json"), " is already quantized (", config.quant_method, ")");
+  // The output is checked before the work: on a large model the quantizing takes minutes.
+  const std::filesystem::path output(args.output);
+  if (!files.is_embedded() && std::filesystem::exists(output) && std::filesystem::equivalent(output, files.location()))
+    fail("--output ", args.output, " is the model's own directory: write the quantized copy elsewhere");
+  std::error_code error;
+  std::filesystem::create_directories(output, error);
+  if (error) fail("cannot create --output ", args.output, ": ", error.message());
   const io::Checkpoint checkpoint = io::Checkpoint::open(files);
   std::map<std::string, Tensor> tensors;
-  size_t before = 0, after = 0, quantized = 0;
+  size_t before = 0, after = 0, quantized = 0, done = 0;
+  const bool terminal = ::isatty(::fileno(stderr)) == 1;
+  auto last_line = std::chrono::steady_clock::now();
   for (const std::string& name : checkpoint.names()) {
+    // Progress on stderr: redrawn in place on a terminal, else a line every ten seconds.
+    const auto now = std::chrono::steady_clock::now();
+    if (terminal || now - last_line > std::chrono::seconds(10)) {
+      std::fprintf(stderr, "%squantizing: %zu of %zu tensors%s", terminal ? "\r" : "", done,
+                   checkpoint.names().size(), terminal ? "" : "\n");
+      last_line = now;
+    }
+    ++done;
     Tensor tensor = checkpoint.tensor(name);
     // A GGUF file's quantized weights are requantized from the values they stand for.
     if (checkpoint.from_gguf() && !is_floating(tensor.dtype())) tensor = dequantize_weight(tensor);
@@ -51,10 +72,7 @@ void run(const QuantizeArguments& args) {
     after += tensor.nbytes();
     tensors.emplace(name, std::move(tensor));
   }
-  const std::filesystem::path output(args.output);
-  std::filesystem::create_directories(output);
-  if (!files.is_embedded() && std::filesystem::equivalent(output, files.location()))
-    fail("--output ", args.output, " is the model's own directory: write the quantized copy elsewhere");
+  if (terminal) std::fprintf(stderr, "\r\033[K");  // the progress line gives way to the summary
   io::write_safetensors((output / "model.safetensors").string(), tensors, {{"format", "pt"}});
   nlohmann::json config_json = nlohmann::json::parse(files.read_text("config.json"));
   config_json["quantization_config"] = {{"quant_method", args.bits == 4 ? io::int4_quant_method : io::int8_quant_method},

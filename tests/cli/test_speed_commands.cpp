@@ -135,6 +135,23 @@ TEST(QuantizeCommand, WritesAnInt4CheckpointThatLoadsAsQuantizingOnLoadDoes) {
   fs::remove_all(output);
 }
 
+// A --output that cannot take the copy is refused by name, before any weight is quantized,
+// and the model's directory is left as it was.
+TEST(QuantizeCommand, RefusesAnOutputItCannotWriteFirst) {
+  const fs::path model = scratch_directory("quantize-into-itself");
+  fs::copy(testing::data_path("fixtures/qwen3-tiny"), model, fs::copy_options::recursive);
+  const auto files_before = std::distance(fs::directory_iterator(model), fs::directory_iterator());
+  auto itself = run_shardlm("quantize --model " + model.string() + " --output " + model.string());
+  EXPECT_NE(itself.exit_code, 0);
+  EXPECT_NE(itself.err.find("is the model's own directory"), std::string::npos) << itself.err;
+  EXPECT_EQ(std::distance(fs::directory_iterator(model), fs::directory_iterator()), files_before);
+  const fs::path blocked = model / "config.json" / "out";  // under a file: cannot be created
+  auto under_a_file = run_shardlm("quantize --model " + model.string() + " --output " + blocked.string());
+  EXPECT_NE(under_a_file.exit_code, 0);
+  EXPECT_NE(under_a_file.err.find("cannot create --output"), std::string::npos) << under_a_file.err;
+  fs::remove_all(model);
+}
+
 // The built-in stories260K on a text of its own kind: each chunk's running value, then the
 // estimate; it reads the way the model was trained (a perplexity of a few), and limiting the
 // chunks limits what is scored.
