@@ -52,7 +52,7 @@ TEST(AttentionKernels, EveryTableFlashBlockMatchesTheReference) {
       for (int64_t head_dim : {32, 48, 128, 256}) {
         const FlashBlockKernel flash = table->flash_block ? table->flash_block(head_dim) : nullptr;
         if (!flash) continue;
-        const double bound = flash_rounds_to_bf16(*table, cache_dtype, head_dim) ? rounded_tolerance : sum_order_tolerance;
+        const double bound = attention_rounds_to_bf16(*table, cache_dtype, head_dim) ? rounded_tolerance : sum_order_tolerance;
         for (const FlashCase& block : {FlashCase{7, 1, 250, 0, false}, FlashCase{24, 2, 271, 0, true}, FlashCase{24, 2, 0, 0, false},
                                    FlashCase{7, 1, 290, 100, false}}) {
           const int64_t rows = block.seq * block.group;
@@ -85,7 +85,9 @@ TEST(AttentionKernels, EveryTableFlashBlockMatchesTheReference) {
 }
 
 // Decode kernels leave the softmax unnormalized (attention_kernels.h): result / sum is the
-// attention over keys [first, visible), here all 300 or 301 or the last 100. One to eight
+// attention over keys [first, visible), here all 300 or 301 or the last 100. The AVX512-BF16
+// table's, over a bf16 cache, rounds the queries and the softmax weights to bf16
+// (attention_rounds_to_bf16). One to eight
 // heads: the kernels take them two, or one, at a time over four or eight keys, and the
 // keys past those one by one.
 TEST(AttentionKernels, EveryTableDecodeKernelMatchesTheReference) {
@@ -104,16 +106,29 @@ TEST(AttentionKernels, EveryTableDecodeKernelMatchesTheReference) {
           Tensor v = random_tensor({1, 1, cache_positions, head_dim}, cache_dtype, random);
           const float scale = 0.125f;
           Tensor expected = reference_attention(q, k, v, {static_cast<int32_t>(visible - 1)}, scale, sliding_window);
-          Tensor actual = Tensor::zeros(q.shape(), DType::f32);
-          float maximum[decode_max_heads], sum[decode_max_heads];
-          float* result = actual.mutable_data<float>();
-          decode(q.data<float>(), heads, k.raw(), v.raw(), cache_dtype, first, visible, head_dim, scale, result,
-                 maximum, sum);
-          for (int64_t h = 0; h < heads; ++h)
-            for (int64_t d = 0; d < head_dim; ++d) result[h * head_dim + d] /= sum[h];
-          EXPECT_LT(relative_error(to_doubles(actual), to_doubles(expected)), sum_order_tolerance)
-              << describe_kernel(*table, cache_dtype, head_dim) << " heads " << heads << " of " << visible
-              << " keys, window " << sliding_window;
+          const std::string what = describe_kernel(*table, cache_dtype, head_dim) + " heads " +
+                                   std::to_string(heads) + " of " + std::to_string(visible) + " keys, window " +
+                                   std::to_string(sliding_window);
+          const auto attend = [&](const Tensor& query) {
+            Tensor actual = Tensor::zeros(query.shape(), DType::f32);
+            float maximum[decode_max_heads], sum[decode_max_heads];
+            float* result = actual.mutable_data<float>();
+            decode(query.data<float>(), heads, k.raw(), v.raw(), cache_dtype, first, visible, head_dim, scale, result,
+                   maximum, sum);
+            for (int64_t h = 0; h < heads; ++h)
+              for (int64_t d = 0; d < head_dim; ++d) result[h * head_dim + d] /= sum[h];
+            return actual;
+          };
+          if (attention_rounds_to_bf16(*table, cache_dtype, head_dim)) {
+            // Within the rounding's bound; and a zero query, whose weights (all 1) bf16 holds
+            // exactly, to the order of the sums: the mean of the visible values, column by column.
+            EXPECT_LT(relative_error(to_doubles(attend(q)), to_doubles(expected)), rounded_tolerance) << what;
+            Tensor zero = Tensor::zeros(q.shape(), DType::f32);
+            expected = reference_attention(zero, k, v, {static_cast<int32_t>(visible - 1)}, scale, sliding_window);
+            EXPECT_LT(relative_error(to_doubles(attend(zero)), to_doubles(expected)), sum_order_tolerance) << what;
+          } else {
+            EXPECT_LT(relative_error(to_doubles(attend(q)), to_doubles(expected)), sum_order_tolerance) << what;
+          }
           ++checked;
         }
       }

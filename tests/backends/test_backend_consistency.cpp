@@ -35,10 +35,11 @@ double matmul_tolerance(const std::string& backend, DType weight_dtype, int64_t 
   return weight_dtype != DType::f32 && rows > 8 ? 1e-2 : backend_tolerance;
 }
 
-// The CPU's AVX512-BF16 flash kernel rounds the queries and softmax weights to bf16 over a
-// bf16 cache (as a bf16 model's attention in transformers), 2^-9 relative each.
+// The CPU's AVX512-BF16 attention kernels round the queries (and the flash kernel the softmax
+// weights) to bf16 over a bf16 cache (as a bf16 model's attention in transformers), 2^-9
+// relative each.
 double attention_tolerance(const std::string& backend, DType cache_dtype, int64_t head_dim) {
-  return backend == "cpu" && cpu::flash_rounds_to_bf16(cpu::cpu_kernels(), cache_dtype, head_dim)
+  return backend == "cpu" && cpu::attention_rounds_to_bf16(cpu::cpu_kernels(), cache_dtype, head_dim)
              ? 1e-2
              : backend_tolerance;
 }

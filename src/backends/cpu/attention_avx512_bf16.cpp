@@ -106,4 +106,8 @@ FlashBlockKernel avx512_bf16_flash_block(int64_t head_dim) {
   return fits ? flash_block_any : nullptr;
 }
 
+DecodeAttentionKernel avx512_bf16_decode_attention(int64_t head_dim) {
+  return avx512_bf16_cpu_kernels() ? decode_attention::kernel_for(head_dim) : nullptr;
+}
+
 }  // namespace shardlm::backends::cpu

@@ -66,5 +66,9 @@ DecodeAttentionKernel avx2_decode_attention(int64_t head_dim);
 // of 32 up to flash_max_head_dim (over a bf16 cache; over an f32 one the AVX-512 table's);
 // otherwise nullptr. It rounds the queries and the softmax weights to bf16.
 FlashBlockKernel avx512_bf16_flash_block(int64_t head_dim);
+// decode_attention.h on 16 lanes with AVX512_BF16 where this CPU has it and head_dim is a
+// multiple of 16; otherwise nullptr. Over a bf16 cache whose head_dim is a multiple of 32 (up
+// to flash_max_head_dim) it rounds the queries to bf16 and takes the scores on VDPBF16PS.
+DecodeAttentionKernel avx512_bf16_decode_attention(int64_t head_dim);
 
 }  // namespace shardlm::backends::cpu

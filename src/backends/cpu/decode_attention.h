@@ -1,7 +1,8 @@
 #pragma once
 // Decode attention (attention_kernels.h's DecodeAttentionKernel) and the flash kernels'
-// online softmax, written once for every vector width (native_vectors.h): attention_avx2.cpp
-// includes this for 8 lanes, attention_avx512.cpp for 16. Internal linkage, as
+// online softmax, written once for every vector width (native_vectors.h): matmul_portable.cpp
+// includes this for 4 lanes, attention_avx2.cpp for 8, matmul_avx512.cpp for 16, and
+// attention_avx512_bf16.cpp for 16 with VDPBF16PS products over a bf16 cache. Internal linkage, as
 // row_kernels.h: the copies made under different flags must never be merged. The
 // reference is reference_attention.cpp; tests/backends/test_attention_kernels.cpp runs
 // every table's kernel against it.
@@ -10,6 +11,10 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+
+#if defined(__AVX512BF16__)
+#include <immintrin.h>
+#endif
 
 #include "backends/cpu/attention_kernels.h"
 #include "backends/cpu/native_vectors.h"
@@ -121,6 +126,37 @@ inline void online_softmax_tile(float* row, int64_t count, int64_t first, int64_
   sum = sum * rescale + sum_lanes(tile_sum);
 }
 
+// With AVX512_BF16 (the avx512_bf16 table's copy of this file), both products over a bf16
+// cache whose head_dim is a multiple of 32 run on VDPBF16PS, as the flash kernel's do
+// (attention_avx512_bf16.cpp): the scores multiply the keys as they lie, in bf16 pairs, by
+// the query rounded to bf16 once; the values pass multiplies two value rows at a time,
+// interleaved into pairs, by their softmax weights rounded to bf16. No widening of the cache,
+// and a third of the f32 FMAs' instructions; 2^-9 relative per query element and weight, as a
+// bf16 model's attention runs in transformers. The keys scored one by one (a tile's last few)
+// see the same rounded query.
+#if defined(__AVX512BF16__)
+constexpr bool bf16_dot_products = lanes == 16;
+#else
+constexpr bool bf16_dot_products = false;
+#endif
+constexpr int64_t bf16_dot_max_head_dim = flash_max_head_dim;  // the rounded queries' room, on the stack
+template <DType Cache>
+constexpr int64_t rounded_query_floats = bf16_dot_products && Cache == DType::bf16
+                                             ? decode_max_heads * bf16_dot_max_head_dim
+                                             : 1;
+template <DType Cache>
+bool on_bf16_pairs(int64_t head_dim) {
+  return rounded_query_floats<Cache> > 1 && head_dim % 32 == 0 && head_dim <= bf16_dot_max_head_dim;
+}
+
+// query [head_dim] rounded to bf16 (nearest even), as f32 and as bf16 pairs.
+inline void round_query(const float* query, int64_t head_dim, float* rounded, uint16_t* pairs) {
+  for (int64_t d = 0; d < head_dim; ++d) {
+    pairs[d] = f32_to_bf16(query[d]);
+    rounded[d] = bf16_to_f32(pairs[d]);
+  }
+}
+
 // Decode reads each cached row once, so its tile only bounds the score scratch.
 constexpr int64_t key_tile = 64;
 
@@ -156,6 +192,56 @@ void add_weighted_values(const float (*weights)[key_tile], const void* values, i
   }
 }
 
+#if defined(__AVX512BF16__)
+// add_weighted_values over a bf16 cache on VDPBF16PS, G heads, 32 columns a step: rows t and
+// t + 1 of the values interleaved by VPUNPCK{L,H}WD, whose 32-bit lane i then holds the pair
+// of column 8 (i / 4) + i % 4 (low) or that + 4 (high), against the pair of weights
+// (w[t], w[t + 1]) rounded to bf16. The accumulators hold a step's columns in that order,
+// put back in order once per tile.
+template <int G>
+void add_weighted_values_on_pairs(const float (*weights)[key_tile], const void* values, int64_t t0, int64_t count,
+                                  int64_t head_dim, float* result) {
+  alignas(64) uint32_t pairs[G][key_tile / 2];  // [head, t / 2]: (w[t], w[t + 1]) as bf16, 0 past count
+  for (int g = 0; g < G; ++g)
+    for (int64_t t = 0; t < count; t += 2)
+      pairs[g][t / 2] = f32_to_bf16(weights[g][t]) |
+                        (t + 1 < count ? uint32_t{f32_to_bf16(weights[g][t + 1])} << 16 : 0u);
+  const __m512i low_order = _mm512_set_epi32(27, 26, 25, 24, 19, 18, 17, 16, 11, 10, 9, 8, 3, 2, 1, 0);
+  const __m512i high_order = _mm512_add_epi32(low_order, _mm512_set1_epi32(4));
+  // Column d of a step: low's lane (d / 8) * 4 + d % 8 where d % 8 < 4, else high's lane
+  // (d / 8) * 4 + d % 8 - 4 (index 16 + that).
+  const __m512i first_half = _mm512_set_epi32(23, 22, 21, 20, 7, 6, 5, 4, 19, 18, 17, 16, 3, 2, 1, 0);
+  const __m512i second_half = _mm512_add_epi32(first_half, _mm512_set1_epi32(8));
+  const auto* rows = static_cast<const uint16_t*>(values) + t0 * head_dim;
+  for (int64_t d0 = 0; d0 < head_dim; d0 += 32) {
+    __m512 low[G], high[G];
+    SHARDLM_UNROLL
+    for (int g = 0; g < G; ++g) {
+      const __m512 a = _mm512_loadu_ps(result + g * head_dim + d0), b = _mm512_loadu_ps(result + g * head_dim + d0 + 16);
+      low[g] = _mm512_permutex2var_ps(a, low_order, b);
+      high[g] = _mm512_permutex2var_ps(a, high_order, b);
+    }
+    for (int64_t t = 0; t < count; t += 2) {
+      const __m512i first = _mm512_loadu_si512(rows + t * head_dim + d0);
+      const __m512i second = t + 1 < count ? _mm512_loadu_si512(rows + (t + 1) * head_dim + d0) : _mm512_setzero_si512();
+      const auto low_pairs = (__m512bh)_mm512_unpacklo_epi16(first, second);
+      const auto high_pairs = (__m512bh)_mm512_unpackhi_epi16(first, second);
+      SHARDLM_UNROLL
+      for (int g = 0; g < G; ++g) {
+        const auto weight = (__m512bh)_mm512_set1_epi32(static_cast<int>(pairs[g][t / 2]));
+        low[g] = _mm512_dpbf16_ps(low[g], low_pairs, weight);
+        high[g] = _mm512_dpbf16_ps(high[g], high_pairs, weight);
+      }
+    }
+    SHARDLM_UNROLL
+    for (int g = 0; g < G; ++g) {
+      _mm512_storeu_ps(result + g * head_dim + d0, _mm512_permutex2var_ps(low[g], first_half, high[g]));
+      _mm512_storeu_ps(result + g * head_dim + d0 + 16, _mm512_permutex2var_ps(low[g], second_half, high[g]));
+    }
+  }
+}
+#endif
+
 // The values pass for `heads` <= decode_max_heads, four heads at a time: one or two heads
 // in chunks of four vectors where head_dim allows (32 columns on 8 lanes; 64 on 16, whose
 // 32 registers hold the eight accumulators and the loads beside them), else in chunks of 16
@@ -168,6 +254,15 @@ void add_weighted_values(const float (*weights)[key_tile], int64_t heads, const 
     const float(*group_weights)[key_tile] = weights + g;
     float* group_result = result + g * head_dim;
     const int64_t group = std::min<int64_t>(4, heads - g);
+#if defined(__AVX512BF16__)
+    if (on_bf16_pairs<Cache>(head_dim)) {
+      (group == 1   ? add_weighted_values_on_pairs<1>
+       : group == 2 ? add_weighted_values_on_pairs<2>
+       : group == 3 ? add_weighted_values_on_pairs<3>
+                    : add_weighted_values_on_pairs<4>)(group_weights, values, t0, count, head_dim, group_result);
+      continue;
+    }
+#endif
     if (group <= 2 && head_dim % (lanes * wide) == 0)
       (group == 1 ? add_weighted_values<Cache, 1, wide> : add_weighted_values<Cache, 2, wide>)(
           group_weights, values, t0, count, head_dim, group_result);
@@ -196,12 +291,20 @@ struct PrefetchSpan {
 using PrefetchSpans = std::array<PrefetchSpan, 2>;
 
 template <DType Cache, int G, int K>
-void key_scores(const float* query, const void* keys, int64_t t, int64_t head_dim, float scale,
-                float (*scores)[key_tile], int64_t tile_t, const PrefetchSpans& prefetch) {
+void key_scores(const float* query, const uint16_t* query_pairs, const void* keys, int64_t t, int64_t head_dim,
+                float scale, float (*scores)[key_tile], int64_t tile_t, const PrefetchSpans& prefetch) {
   static_assert(K % 4 == 0 && G * K <= std::max<int64_t>(8, lanes));
   // Lines per span and step: K rows of head_dim elements are K * head_dim * size / 64
   // lines, over head_dim / lanes steps.
   constexpr int64_t lines_per_step = std::max<int64_t>(1, K * lanes * element_bytes<Cache> / 64);
+  const auto prefetch_step = [&](int64_t d) {
+    SHARDLM_UNROLL
+    for (int64_t line = 0; line < lines_per_step; ++line) {
+      const int64_t offset = (d / lanes * lines_per_step + line) * 64;
+      for (const PrefetchSpan& span : prefetch)
+        if (offset < span.bytes) __builtin_prefetch(span.start + offset);
+    }
+  };
   const void* rows[K];
   SHARDLM_UNROLL
   for (int j = 0; j < K; ++j) rows[j] = cached_row<Cache>(keys, t + j, head_dim);
@@ -210,13 +313,25 @@ void key_scores(const float* query, const void* keys, int64_t t, int64_t head_di
   for (int g = 0; g < G; ++g)
     SHARDLM_UNROLL
     for (int j = 0; j < K; ++j) acc[g][j] = f32xN{};
-  for (int64_t d = 0; d < head_dim; d += lanes) {
-    SHARDLM_UNROLL
-    for (int64_t line = 0; line < lines_per_step; ++line) {
-      const int64_t offset = (d / lanes * lines_per_step + line) * 64;
-      for (const PrefetchSpan& span : prefetch)
-        if (offset < span.bytes) __builtin_prefetch(span.start + offset);
+#if defined(__AVX512BF16__)
+  if (bf16_dot_products && query_pairs) {
+    for (int64_t d = 0; d < head_dim; d += 32) {
+      prefetch_step(d);
+      prefetch_step(d + lanes);
+      __m512bh q[G];
+      SHARDLM_UNROLL
+      for (int g = 0; g < G; ++g) q[g] = (__m512bh)_mm512_loadu_si512(query_pairs + g * head_dim + d);
+      SHARDLM_UNROLL
+      for (int j = 0; j < K; ++j) {
+        const auto key = (__m512bh)_mm512_loadu_si512(static_cast<const uint16_t*>(rows[j]) + d);
+        SHARDLM_UNROLL
+        for (int g = 0; g < G; ++g) acc[g][j] = (f32xN)_mm512_dpbf16_ps((__m512)acc[g][j], q[g], key);
+      }
     }
+  }
+#endif
+  for (int64_t d = 0; d < (query_pairs ? 0 : head_dim); d += lanes) {
+    prefetch_step(d);
     f32xN q[G];
     SHARDLM_UNROLL
     for (int g = 0; g < G; ++g) q[g] = load(query + g * head_dim + d);
@@ -242,20 +357,22 @@ void key_scores(const float* query, const void* keys, int64_t t, int64_t head_di
 // 16 lanes come with 32 registers: eight keys a pair.
 constexpr int pair_keys = lanes >= 16 ? 8 : 4;
 
+// query_pairs: the query as bf16 pairs (on_bf16_pairs), else null.
 template <DType Cache, typename Prefetch>
-void tile_scores(const float* query, int64_t heads, const void* keys, int64_t t0, int64_t count, int64_t head_dim,
-                 float scale, float (*scores)[key_tile], Prefetch prefetch) {
+void tile_scores(const float* query, const uint16_t* query_pairs, int64_t heads, const void* keys, int64_t t0,
+                 int64_t count, int64_t head_dim, float scale, float (*scores)[key_tile], Prefetch prefetch) {
   constexpr int single_keys = 2 * pair_keys;
   const PrefetchSpans none{};
+  const auto pairs_of_head = [&](int64_t g) { return query_pairs ? query_pairs + g * head_dim : nullptr; };
   int64_t g = 0;
   for (; g + 2 <= heads; g += 2)
     for (int64_t t = 0; t + pair_keys <= count; t += pair_keys)
-      key_scores<Cache, 2, pair_keys>(query + g * head_dim, keys, t0 + t, head_dim, scale, scores + g, t,
-                                      g == 0 ? prefetch(t, pair_keys) : none);
+      key_scores<Cache, 2, pair_keys>(query + g * head_dim, pairs_of_head(g), keys, t0 + t, head_dim, scale,
+                                      scores + g, t, g == 0 ? prefetch(t, pair_keys) : none);
   if (g < heads)
     for (int64_t t = 0; t + single_keys <= count; t += single_keys)
-      key_scores<Cache, 1, single_keys>(query + g * head_dim, keys, t0 + t, head_dim, scale, scores + g, t,
-                                        g == 0 ? prefetch(t, single_keys) : none);
+      key_scores<Cache, 1, single_keys>(query + g * head_dim, pairs_of_head(g), keys, t0 + t, head_dim, scale,
+                                        scores + g, t, g == 0 ? prefetch(t, single_keys) : none);
   for (int64_t h = 0; h < heads; ++h)
     for (int64_t t = h < g ? count / pair_keys * pair_keys : count / single_keys * single_keys; t < count; ++t) {
       const void* key = cached_row<Cache>(keys, t0 + t, head_dim);
@@ -272,6 +389,15 @@ template <DType Cache>
 void attend_rows(const float* query, int64_t heads, const void* keys, const void* values, int64_t first,
                  int64_t visible, int64_t head_dim, float scale, float* result, float* maximum, float* sum) {
   alignas(64) float scores[decode_max_heads][key_tile];  // [head, key in the tile]
+  alignas(64) float rounded[rounded_query_floats<Cache>];  // [head, head_dim]: the query rounded to bf16
+  alignas(64) uint16_t pairs[rounded_query_floats<Cache>];  // the same as bf16 pairs
+  const uint16_t* query_pairs = nullptr;
+  if (on_bf16_pairs<Cache>(head_dim)) {
+    for (int64_t g = 0; g < heads; ++g) round_query(query + g * head_dim, head_dim, rounded + g * head_dim,
+                                                    pairs + g * head_dim);
+    query = rounded;
+    query_pairs = pairs;
+  }
   for (int64_t g = 0; g < heads; ++g) {
     maximum[g] = -INFINITY;
     sum[g] = 0;
@@ -288,7 +414,7 @@ void attend_rows(const float* query, int64_t heads, const void* keys, const void
   };
   for (int64_t t0 = first; t0 < visible; t0 += key_tile) {
     const int64_t count = std::min(key_tile, visible - t0);
-    tile_scores<Cache>(query, heads, keys, t0, count, head_dim, scale, scores, [&](int64_t t, int64_t n) {
+    tile_scores<Cache>(query, query_pairs, heads, keys, t0, count, head_dim, scale, scores, [&](int64_t t, int64_t n) {
       return PrefetchSpans{rows_span(values, t0 + t, n),
                            rows_span(keys, t0 + key_tile + t, std::min(n, visible - t0 - key_tile - t))};
     });

@@ -92,9 +92,9 @@ struct CpuKernels {
   // (SHARDLM_CPU_KERNELS) then decides attention as it does the matmuls.
   FlashBlockKernel (*flash_block)(int64_t head_dim) = nullptr;
   DecodeAttentionKernel (*decode_attention)(int64_t head_dim) = nullptr;
-  // Where flash_block rounds the queries and the softmax weights to bf16 (a cache of
-  // cache_dtype, head_dim); null: never.
-  bool (*flash_rounds_to_bf16)(DType cache_dtype, int64_t head_dim) = nullptr;
+  // Where flash_block and decode_attention round the queries (and flash_block the softmax
+  // weights) to bf16 (a cache of cache_dtype, head_dim); null: never.
+  bool (*attention_rounds_to_bf16)(DType cache_dtype, int64_t head_dim) = nullptr;
 };
 inline int64_t input_tiles(const CpuKernels& kernels, int64_t rows) {
   return (rows + kernels.input_tile_rows - 1) / kernels.input_tile_rows;
@@ -165,10 +165,11 @@ float run_amx_bf16_tile_chains(int64_t iterations);
 // 2^-9 relative per activation, as a bf16 model runs in transformers or llama.cpp. Every
 // other kernel keeps them f32.
 bool gemm_rounds_input_to_bf16(const CpuKernels& kernels, DType weight_dtype, int64_t in);
-// Whether `kernels`' flash_block rounds the queries and softmax weights to bf16 over a cache
-// of `cache_dtype` (the AVX512-BF16 table's, over a bf16 cache whose head_dim is a multiple
-// of 32): 2^-9 relative each, as a bf16 model's attention in transformers.
-bool flash_rounds_to_bf16(const CpuKernels& kernels, DType cache_dtype, int64_t head_dim);
+// Whether `kernels`' attention rounds the queries (flash_block also the softmax weights) to
+// bf16 over a cache of `cache_dtype` (the AVX512-BF16 table's, over a bf16 cache whose
+// head_dim is a multiple of 32 up to 256): 2^-9 relative each, as a bf16 model's attention in
+// transformers.
+bool attention_rounds_to_bf16(const CpuKernels& kernels, DType cache_dtype, int64_t head_dim);
 // Whether `kernels`' gemm rounds the activations to int8, a scale per 32-element block (the
 // AVX512-BF16 table's over int8 weights, on VPDPBUSD): up to 1/254 of each block's largest
 // magnitude per element, as llama.cpp's Q8_0 activations.

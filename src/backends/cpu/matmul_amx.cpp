@@ -267,7 +267,7 @@ namespace {
                                   .gemm_rounds_input_to_bf16 = runs_on_tiles,
                                   .flash_block = attention.flash_block,
                                   .decode_attention = attention.decode_attention,
-                                  .flash_rounds_to_bf16 = attention.flash_rounds_to_bf16};
+                                  .attention_rounds_to_bf16 = attention.attention_rounds_to_bf16};
   return kernels;
 }
 

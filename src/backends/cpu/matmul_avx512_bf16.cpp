@@ -212,12 +212,16 @@ int64_t gemv_input_row_floats(DType weight_dtype, int64_t in) {
   return fallback().gemv_input_row_floats(weight_dtype, in);
 }
 
-// Prefill attention over a bf16 cache on VDPBF16PS (attention_avx512_bf16.cpp), else the AVX-512 table's.
+// Attention over a bf16 cache on VDPBF16PS (attention_avx512_bf16.cpp), else the AVX-512 table's.
 FlashBlockKernel flash_block(int64_t head_dim) {
   const FlashBlockKernel kernel = avx512_bf16_flash_block(head_dim);
   return kernel ? kernel : fallback().flash_block(head_dim);
 }
-bool flash_rounds_to_bf16(DType cache_dtype, int64_t head_dim) {
+DecodeAttentionKernel decode_attention(int64_t head_dim) {
+  const DecodeAttentionKernel kernel = avx512_bf16_decode_attention(head_dim);
+  return kernel ? kernel : fallback().decode_attention(head_dim);
+}
+bool attention_rounds_to_bf16(DType cache_dtype, int64_t head_dim) {
   return cache_dtype == DType::bf16 && avx512_bf16_flash_block(head_dim);
 }
 
@@ -245,8 +249,8 @@ namespace {
                                   .gemm_rounds_input_to_int8 = runs_on_quads,
                                   .gemv_rounds_input_to_int8 = gemv_on_quads,
                                   .flash_block = flash_block,
-                                  .decode_attention = fallback().decode_attention,
-                                  .flash_rounds_to_bf16 = flash_rounds_to_bf16};
+                                  .decode_attention = decode_attention,
+                                  .attention_rounds_to_bf16 = attention_rounds_to_bf16};
   return kernels;
 }
 

@@ -89,8 +89,8 @@ bool gemm_rounds_input_to_bf16(const CpuKernels& kernels, DType weight_dtype, in
   return kernels.gemm_rounds_input_to_bf16 && kernels.gemm_rounds_input_to_bf16(weight_dtype, in);
 }
 
-bool flash_rounds_to_bf16(const CpuKernels& kernels, DType cache_dtype, int64_t head_dim) {
-  return kernels.flash_rounds_to_bf16 && kernels.flash_rounds_to_bf16(cache_dtype, head_dim);
+bool attention_rounds_to_bf16(const CpuKernels& kernels, DType cache_dtype, int64_t head_dim) {
+  return kernels.attention_rounds_to_bf16 && kernels.attention_rounds_to_bf16(cache_dtype, head_dim);
 }
 
 bool gemm_rounds_input_to_int8(const CpuKernels& kernels, DType weight_dtype, int64_t in) {
