@@ -98,8 +98,10 @@ TEST(AttentionKernels, EveryTableDecodeKernelMatchesTheReference) {
       for (int64_t head_dim : {32, 48, 128}) {
         const DecodeAttentionKernel decode = table->decode_attention ? table->decode_attention(head_dim) : nullptr;
         if (!decode) continue;
-        for (const auto& [heads, visible, sliding_window] :
+        // Not a structured binding: clang 14's lambdas cannot capture one (`attend` below).
+        for (const auto& shape :
              {std::array<int64_t, 3>{3, 300, 0}, {3, 300, 100}, {1, 301, 0}, {2, 301, 0}, {8, 299, 100}, {5, 66, 0}}) {
+          const int64_t heads = shape[0], visible = shape[1], sliding_window = shape[2];
           const int64_t first = sliding_window ? visible - sliding_window : 0;
           Tensor q = random_tensor({1, 1, heads, head_dim}, DType::f32, random);
           Tensor k = random_tensor({1, 1, cache_positions, head_dim}, cache_dtype, random);
