@@ -6,6 +6,8 @@
 // instruction's peak would then put the share over 100% or under the truth.
 #include <cstdint>
 #include <functional>
+#include <iterator>
+#include <numeric>
 #include <string>
 
 #include "backends/cpu/kernel_table.h"
@@ -25,7 +27,7 @@ struct PrefillLimit {
   // int8 matrices on AMX tiles, each split into two bf16 terms (amx_weight_terms).
   double work[peak_instructions] = {};
 
-  double total_flops() const { return flops[0] + flops[1] + flops[2] + flops[3]; }
+  double total_flops() const { return std::accumulate(std::begin(flops), std::end(flops), 0.0); }
   // "f32 FMA", or for a mix each instruction with its share of the FLOPs.
   std::string describe() const;
   // The effective peak: the FLOPs over the least time the instructions take for their

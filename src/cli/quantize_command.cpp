@@ -34,14 +34,15 @@ void run(const QuantizeArguments& args) {
   const io::ModelFiles files = io::resolve_model(args.model, {.revision = args.revision});
   const io::ModelConfig config = io::load_model_config(files);
   if (!config.quant_method.empty()) fail(files.path_of("config.json"), " is already quantized (", config.quant_method, ")");
-  // The output is checked before the work: on a large model the quantizing takes minutes.
+  const io::Checkpoint checkpoint = io::Checkpoint::open(files);
+  // The output is checked before the work (on a large model the quantizing takes minutes),
+  // and made once the checkpoint has opened.
   const std::filesystem::path output(args.output);
   if (!files.is_embedded() && std::filesystem::exists(output) && std::filesystem::equivalent(output, files.location()))
     fail("--output ", args.output, " is the model's own directory: write the quantized copy elsewhere");
   std::error_code error;
   std::filesystem::create_directories(output, error);
   if (error) fail("cannot create --output ", args.output, ": ", error.message());
-  const io::Checkpoint checkpoint = io::Checkpoint::open(files);
   std::map<std::string, Tensor> tensors;
   size_t before = 0, after = 0, quantized = 0, done = 0;
   const bool terminal = ::isatty(::fileno(stderr)) == 1;
