@@ -102,8 +102,8 @@ inline void online_softmax_tile(float* row, int64_t count, int64_t first, int64_
   f32xN tile_maxima = minus_infinity;
   for (int64_t t = 0; t < padded; t += lanes) {
     const i32xN at = index + static_cast<int32_t>(t);
-    const f32xN scores = (at >= static_cast<int32_t>(first)) & (at < static_cast<int32_t>(end)) ? load(row + t)
-                                                                                                 : minus_infinity;
+    const i32xN seen = (at >= static_cast<int32_t>(first)) & (at < static_cast<int32_t>(end));
+    const f32xN scores = seen ? load(row + t) : minus_infinity;
     store(row + t, scores);
     tile_maxima = maximum_of(tile_maxima, scores);
   }
@@ -162,107 +162,153 @@ constexpr int64_t key_tile = 64;
 
 // The values pass of one tile: result[g][d0, d0 + C) += sum over the tile's rows t of
 // weights[g][t] * values[t][d0, d0 + C), C = V vectors, for every column chunk. The
-// accumulators stay in registers over the tile (G x V of them), so the value rows (an
-// L1-resident tile) are read once per chunk rather than each output once per row.
+// accumulators stay in registers over a block of rows (G x V of them), so the value rows
+// are read once per chunk rather than each output once per row. Where a row is more than
+// one chunk, in blocks of eight rows: the values come from memory, and a line of each of
+// the tile's rows in turn read them at half the speed of a pass in order (as
+// add_weighted_value_columns); a line of each of a few rows in turn, ~1.3x slower.
 template <DType Cache, int G, int V>
 void add_weighted_values(const float (*weights)[key_tile], const void* values, int64_t t0, int64_t count,
                          int64_t head_dim, float* result) {
-  for (int64_t d0 = 0; d0 < head_dim; d0 += lanes * V) {
-    f32xN acc[G][V];
-    SHARDLM_UNROLL
-    for (int g = 0; g < G; ++g)
+  const int64_t block_rows = head_dim == lanes * V ? count : 8;
+  for (int64_t b0 = 0; b0 < count; b0 += block_rows)
+    for (int64_t d0 = 0; d0 < head_dim; d0 += lanes * V) {
+      f32xN acc[G][V];
       SHARDLM_UNROLL
-      for (int v = 0; v < V; ++v) acc[g][v] = load(result + g * head_dim + d0 + lanes * v);
-    for (int64_t t = 0; t < count; ++t) {
-      const void* row = cached_row<Cache>(values, t0 + t, head_dim);
-      f32xN value[V];
-      SHARDLM_UNROLL
-      for (int v = 0; v < V; ++v) value[v] = load_cached<Cache>(row, d0 + lanes * v);
-      SHARDLM_UNROLL
-      for (int g = 0; g < G; ++g) {
-        const f32xN weight = splat(weights[g][t]);
+      for (int g = 0; g < G; ++g)
         SHARDLM_UNROLL
-        for (int v = 0; v < V; ++v) acc[g][v] = fused_multiply_add(weight, value[v], acc[g][v]);
+        for (int v = 0; v < V; ++v) acc[g][v] = load(result + g * head_dim + d0 + lanes * v);
+      for (int64_t t = b0; t < std::min(count, b0 + block_rows); ++t) {
+        const void* row = cached_row<Cache>(values, t0 + t, head_dim);
+        f32xN value[V];
+        SHARDLM_UNROLL
+        for (int v = 0; v < V; ++v) value[v] = load_cached<Cache>(row, d0 + lanes * v);
+        SHARDLM_UNROLL
+        for (int g = 0; g < G; ++g) {
+          const f32xN weight = splat(weights[g][t]);
+          SHARDLM_UNROLL
+          for (int v = 0; v < V; ++v) acc[g][v] = fused_multiply_add(weight, value[v], acc[g][v]);
+        }
       }
-    }
-    SHARDLM_UNROLL
-    for (int g = 0; g < G; ++g)
       SHARDLM_UNROLL
-      for (int v = 0; v < V; ++v) store(result + g * head_dim + d0 + lanes * v, acc[g][v]);
-  }
+      for (int g = 0; g < G; ++g)
+        SHARDLM_UNROLL
+        for (int v = 0; v < V; ++v) store(result + g * head_dim + d0 + lanes * v, acc[g][v]);
+    }
 }
 
 #if defined(__AVX512BF16__)
-// add_weighted_values over a bf16 cache on VDPBF16PS, G heads, 32 columns a step: rows t and
-// t + 1 of the values interleaved by VPUNPCK{L,H}WD, whose 32-bit lane i then holds the pair
-// of column 8 (i / 4) + i % 4 (low) or that + 4 (high), against the pair of weights
-// (w[t], w[t + 1]) rounded to bf16. The accumulators hold a step's columns in that order,
-// put back in order once per tile.
-template <int G>
-void add_weighted_values_on_pairs(const float (*weights)[key_tile], const void* values, int64_t t0, int64_t count,
-                                  int64_t head_dim, float* result) {
-  alignas(64) uint32_t pairs[G][key_tile / 2];  // [head, t / 2]: (w[t], w[t + 1]) as bf16, 0 past count
-  for (int g = 0; g < G; ++g)
-    for (int64_t t = 0; t < count; t += 2)
-      pairs[g][t / 2] = f32_to_bf16(weights[g][t]) |
-                        (t + 1 < count ? uint32_t{f32_to_bf16(weights[g][t + 1])} << 16 : 0u);
+// add_weighted_values over a bf16 cache on VDPBF16PS for G heads, on columns [c0, c0 + 32 B)
+// (B steps of 32): rows t and t + 1 of the values interleaved by VPUNPCK{L,H}WD, whose 32-bit
+// lane i then holds the pair of column 8 (i / 4) + i % 4 (low) or that + 4 (high) of its
+// step, against the pair of weights (w[t], w[t + 1]) rounded to bf16 (`pairs`). The
+// accumulators hold each step's columns in that order, put back in order once per tile.
+// The rows are read in order, each pair's B steps side by side: the cache comes from
+// memory, and column by column across the tile's rows (a line of each row in turn) read it
+// at half the speed of a pass in order, whatever was prefetched.
+template <int G, int B>
+void add_weighted_value_columns(const uint32_t (*pairs)[key_tile / 2], const uint16_t* rows, int64_t count,
+                                int64_t head_dim, int64_t c0, float* result) {
   const __m512i low_order = _mm512_set_epi32(27, 26, 25, 24, 19, 18, 17, 16, 11, 10, 9, 8, 3, 2, 1, 0);
   const __m512i high_order = _mm512_add_epi32(low_order, _mm512_set1_epi32(4));
   // Column d of a step: low's lane (d / 8) * 4 + d % 8 where d % 8 < 4, else high's lane
   // (d / 8) * 4 + d % 8 - 4 (index 16 + that).
   const __m512i first_half = _mm512_set_epi32(23, 22, 21, 20, 7, 6, 5, 4, 19, 18, 17, 16, 3, 2, 1, 0);
   const __m512i second_half = _mm512_add_epi32(first_half, _mm512_set1_epi32(8));
-  const auto* rows = static_cast<const uint16_t*>(values) + t0 * head_dim;
-  for (int64_t d0 = 0; d0 < head_dim; d0 += 32) {
-    __m512 low[G], high[G];
+  __m512 low[G][B], high[G][B];
+  SHARDLM_UNROLL
+  for (int g = 0; g < G; ++g)
     SHARDLM_UNROLL
-    for (int g = 0; g < G; ++g) {
-      const __m512 a = _mm512_loadu_ps(result + g * head_dim + d0), b = _mm512_loadu_ps(result + g * head_dim + d0 + 16);
-      low[g] = _mm512_permutex2var_ps(a, low_order, b);
-      high[g] = _mm512_permutex2var_ps(a, high_order, b);
+    for (int b = 0; b < B; ++b) {
+      const float* columns = result + g * head_dim + c0 + 32 * b;
+      const __m512 x = _mm512_loadu_ps(columns), y = _mm512_loadu_ps(columns + 16);
+      low[g][b] = _mm512_permutex2var_ps(x, low_order, y);
+      high[g][b] = _mm512_permutex2var_ps(x, high_order, y);
     }
-    for (int64_t t = 0; t < count; t += 2) {
-      const __m512i first = _mm512_loadu_si512(rows + t * head_dim + d0);
-      const __m512i second = t + 1 < count ? _mm512_loadu_si512(rows + (t + 1) * head_dim + d0) : _mm512_setzero_si512();
+  for (int64_t t = 0; t < count; t += 2) {
+    __m512bh weight[G];
+    SHARDLM_UNROLL
+    for (int g = 0; g < G; ++g) weight[g] = (__m512bh)_mm512_set1_epi32(static_cast<int>(pairs[g][t / 2]));
+    SHARDLM_UNROLL
+    for (int b = 0; b < B; ++b) {
+      const __m512i first = _mm512_loadu_si512(rows + t * head_dim + c0 + 32 * b);
+      const __m512i second =
+          t + 1 < count ? _mm512_loadu_si512(rows + (t + 1) * head_dim + c0 + 32 * b) : _mm512_setzero_si512();
       const auto low_pairs = (__m512bh)_mm512_unpacklo_epi16(first, second);
       const auto high_pairs = (__m512bh)_mm512_unpackhi_epi16(first, second);
       SHARDLM_UNROLL
       for (int g = 0; g < G; ++g) {
-        const auto weight = (__m512bh)_mm512_set1_epi32(static_cast<int>(pairs[g][t / 2]));
-        low[g] = _mm512_dpbf16_ps(low[g], low_pairs, weight);
-        high[g] = _mm512_dpbf16_ps(high[g], high_pairs, weight);
+        low[g][b] = _mm512_dpbf16_ps(low[g][b], low_pairs, weight[g]);
+        high[g][b] = _mm512_dpbf16_ps(high[g][b], high_pairs, weight[g]);
       }
     }
+  }
+  SHARDLM_UNROLL
+  for (int g = 0; g < G; ++g)
     SHARDLM_UNROLL
-    for (int g = 0; g < G; ++g) {
-      _mm512_storeu_ps(result + g * head_dim + d0, _mm512_permutex2var_ps(low[g], first_half, high[g]));
-      _mm512_storeu_ps(result + g * head_dim + d0 + 16, _mm512_permutex2var_ps(low[g], second_half, high[g]));
+    for (int b = 0; b < B; ++b) {
+      float* columns = result + g * head_dim + c0 + 32 * b;
+      _mm512_storeu_ps(columns, _mm512_permutex2var_ps(low[g][b], first_half, high[g][b]));
+      _mm512_storeu_ps(columns + 16, _mm512_permutex2var_ps(low[g][b], second_half, high[g][b]));
+    }
+}
+
+// The values pass on bf16 pairs for `heads` heads, two at a time (one pass over the tile's
+// rows each; the tile stays in L1 for the next), on as many steps of 32 columns at once as
+// keep 16 accumulators: all of a 128-column head's.
+inline void add_weighted_values_on_pairs(const float (*weights)[key_tile], int64_t heads, const void* values,
+                                         int64_t t0, int64_t count, int64_t head_dim, float* result) {
+  // [head, t / 2]: (w[t], w[t + 1]) as bf16, 0 past count
+  alignas(64) uint32_t pairs[decode_max_heads][key_tile / 2];
+  for (int64_t g = 0; g < heads; ++g)
+    for (int64_t t = 0; t < count; t += 2)
+      pairs[g][t / 2] = f32_to_bf16(weights[g][t]) |
+                        (t + 1 < count ? uint32_t{f32_to_bf16(weights[g][t + 1])} << 16 : 0u);
+  const auto* rows = static_cast<const uint16_t*>(values) + t0 * head_dim;
+  const int64_t steps = head_dim / 32;
+  for (int64_t g = 0; g < heads; g += 2) {
+    const bool two = g + 1 < heads;
+    float* head_result = result + g * head_dim;
+    // Steps of 32 columns at once: 8 for one head (a 256-column row whole), 4 for two.
+    for (int64_t c = 0; c < steps;) {
+      const int64_t left = steps - c, at_once = !two && left >= 8 ? 8 : left >= 4 ? 4 : left >= 2 ? 2 : 1;
+      (at_once == 8  ? add_weighted_value_columns<1, 8>
+       : at_once == 4 ? (two ? add_weighted_value_columns<2, 4> : add_weighted_value_columns<1, 4>)
+       : at_once == 2 ? (two ? add_weighted_value_columns<2, 2> : add_weighted_value_columns<1, 2>)
+                      : (two ? add_weighted_value_columns<2, 1> : add_weighted_value_columns<1, 1>))(
+          pairs + g, rows, count, head_dim, 32 * c, head_result);
+      c += at_once;
     }
   }
 }
 #endif
 
-// The values pass for `heads` <= decode_max_heads, four heads at a time: one or two heads
-// in chunks of four vectors where head_dim allows (32 columns on 8 lanes; 64 on 16, whose
-// 32 registers hold the eight accumulators and the loads beside them), else in chunks of 16
+// The values pass for `heads` <= decode_max_heads. On 16 lanes, where head_dim is a
+// multiple of 128, two heads at a time in chunks of 128 columns: their 16 accumulators
+// and the loads beside them fit 32 registers, and a 128-column row is read whole, in order
+// (see add_weighted_value_columns). Else four heads at a time: one or two heads in chunks
+// of four vectors where head_dim allows (32 columns on 8 lanes), else in chunks of 16
 // columns (head_dim is a multiple of 16; 8 on 4 lanes, with 16 registers).
 template <DType Cache>
 void add_weighted_values(const float (*weights)[key_tile], int64_t heads, const void* values, int64_t t0,
                          int64_t count, int64_t head_dim, float* result) {
+#if defined(__AVX512BF16__)
+  if (on_bf16_pairs<Cache>(head_dim))
+    return add_weighted_values_on_pairs(weights, heads, values, t0, count, head_dim, result);
+#endif
+  if constexpr (lanes == 16) {
+    if (head_dim % 128 == 0) {
+      for (int64_t g = 0; g < heads; g += 2)
+        (g + 1 < heads ? add_weighted_values<Cache, 2, 8> : add_weighted_values<Cache, 1, 8>)(
+            weights + g, values, t0, count, head_dim, result + g * head_dim);
+      return;
+    }
+  }
   constexpr int wide = 4, narrow = lanes >= 8 ? 16 / lanes : 2;
   for (int64_t g = 0; g < heads; g += 4) {
     const float(*group_weights)[key_tile] = weights + g;
     float* group_result = result + g * head_dim;
     const int64_t group = std::min<int64_t>(4, heads - g);
-#if defined(__AVX512BF16__)
-    if (on_bf16_pairs<Cache>(head_dim)) {
-      (group == 1   ? add_weighted_values_on_pairs<1>
-       : group == 2 ? add_weighted_values_on_pairs<2>
-       : group == 3 ? add_weighted_values_on_pairs<3>
-                    : add_weighted_values_on_pairs<4>)(group_weights, values, t0, count, head_dim, group_result);
-      continue;
-    }
-#endif
     if (group <= 2 && head_dim % (lanes * wide) == 0)
       (group == 1 ? add_weighted_values<Cache, 1, wide> : add_weighted_values<Cache, 2, wide>)(
           group_weights, values, t0, count, head_dim, group_result);
@@ -291,55 +337,44 @@ struct PrefetchSpan {
 using PrefetchSpans = std::array<PrefetchSpan, 2>;
 
 template <DType Cache, int G, int K>
-void key_scores(const float* query, const uint16_t* query_pairs, const void* keys, int64_t t, int64_t head_dim,
-                float scale, float (*scores)[key_tile], int64_t tile_t, const PrefetchSpans& prefetch) {
+void key_scores(const float* query, [[maybe_unused]] const uint16_t* query_pairs, const void* keys, int64_t t,
+                int64_t head_dim, float scale, float (*scores)[key_tile], int64_t tile_t, const PrefetchSpans& prefetch) {
   static_assert(K % 4 == 0 && G * K <= std::max<int64_t>(8, lanes));
-  // Lines per span and step: K rows of head_dim elements are K * head_dim * size / 64
-  // lines, over head_dim / lanes steps.
-  constexpr int64_t lines_per_step = std::max<int64_t>(1, K * lanes * element_bytes<Cache> / 64);
-  const auto prefetch_step = [&](int64_t d) {
-    SHARDLM_UNROLL
-    for (int64_t line = 0; line < lines_per_step; ++line) {
-      const int64_t offset = (d / lanes * lines_per_step + line) * 64;
+  // Row j of the keys prefetches row j of each span (K rows each).
+  const int64_t row_bytes = head_dim * element_bytes<Cache>;
+  const auto prefetch_row = [&](int j) {
+    for (int64_t offset = j * row_bytes; offset < (j + 1) * row_bytes; offset += 64)
       for (const PrefetchSpan& span : prefetch)
         if (offset < span.bytes) __builtin_prefetch(span.start + offset);
-    }
   };
-  const void* rows[K];
-  SHARDLM_UNROLL
-  for (int j = 0; j < K; ++j) rows[j] = cached_row<Cache>(keys, t + j, head_dim);
   f32xN acc[G][K];
   SHARDLM_UNROLL
   for (int g = 0; g < G; ++g)
     SHARDLM_UNROLL
     for (int j = 0; j < K; ++j) acc[g][j] = f32xN{};
+  // Row by row, each whole: the keys come from memory, and a line of each of the K rows in
+  // turn read them markedly slower than a pass in order (as add_weighted_value_columns).
+  SHARDLM_UNROLL
+  for (int j = 0; j < K; ++j) {
+    const void* row = cached_row<Cache>(keys, t + j, head_dim);
+    prefetch_row(j);
 #if defined(__AVX512BF16__)
-  if (bf16_dot_products && query_pairs) {
-    for (int64_t d = 0; d < head_dim; d += 32) {
-      prefetch_step(d);
-      prefetch_step(d + lanes);
-      __m512bh q[G];
-      SHARDLM_UNROLL
-      for (int g = 0; g < G; ++g) q[g] = (__m512bh)_mm512_loadu_si512(query_pairs + g * head_dim + d);
-      SHARDLM_UNROLL
-      for (int j = 0; j < K; ++j) {
-        const auto key = (__m512bh)_mm512_loadu_si512(static_cast<const uint16_t*>(rows[j]) + d);
+    if (bf16_dot_products && query_pairs) {
+      for (int64_t d = 0; d < head_dim; d += 32) {
+        const auto key = (__m512bh)_mm512_loadu_si512(static_cast<const uint16_t*>(row) + d);
         SHARDLM_UNROLL
-        for (int g = 0; g < G; ++g) acc[g][j] = (f32xN)_mm512_dpbf16_ps((__m512)acc[g][j], q[g], key);
+        for (int g = 0; g < G; ++g) {
+          const auto q = (__m512bh)_mm512_loadu_si512(query_pairs + g * head_dim + d);
+          acc[g][j] = (f32xN)_mm512_dpbf16_ps((__m512)acc[g][j], q, key);
+        }
       }
+      continue;
     }
-  }
 #endif
-  for (int64_t d = 0; d < (query_pairs ? 0 : head_dim); d += lanes) {
-    prefetch_step(d);
-    f32xN q[G];
-    SHARDLM_UNROLL
-    for (int g = 0; g < G; ++g) q[g] = load(query + g * head_dim + d);
-    SHARDLM_UNROLL
-    for (int j = 0; j < K; ++j) {
-      const f32xN key = load_cached<Cache>(rows[j], d);
+    for (int64_t d = 0; d < head_dim; d += lanes) {
+      const f32xN key = load_cached<Cache>(row, d);
       SHARDLM_UNROLL
-      for (int g = 0; g < G; ++g) acc[g][j] = fused_multiply_add(q[g], key, acc[g][j]);
+      for (int g = 0; g < G; ++g) acc[g][j] = fused_multiply_add(load(query + g * head_dim + d), key, acc[g][j]);
     }
   }
   SHARDLM_UNROLL
