@@ -1,14 +1,17 @@
 #!/bin/bash
 # llama.cpp's llama-bench and `shardlm bench` in turns on the same random-weight model of
 # Qwen3-0.6B's shape, at two threads: pp512, and tg128 after a 64-token prompt (llama-bench
-# -d 64), for bf16, f16 and 8-bit weights (llama.cpp's Q8_0 against --quantize int8). On a
+# -d 64; DEPTH below), for bf16, f16 and 8-bit weights (llama.cpp's Q8_0 against --quantize int8). On a
 # VM whose speed drifts by the minute, only figures taken minutes apart compare.
-#   bash bench/llama_cpp_side_by_side.sh LLAMA_BIN [WORK_DIR (/tmp/shardlm-bench)] [ROUNDS (2)]
+#   bash bench/llama_cpp_side_by_side.sh LLAMA_BIN [WORK_DIR (/tmp/shardlm-bench)] [ROUNDS (2)] [DEPTH (64)]
 # LLAMA_BIN holds llama-bench and llama-quantize, built by hand (docs/PERFORMANCE.md says
 # how); bench/llama_cpp_gguf.py needs Python's gguf and numpy. Nothing here runs in CI.
+# DEPTH (64): the prompt before tg128, for decode over a longer cache (e.g. 1024).
 set -euo pipefail
-llama_bin=${1:?usage: llama_cpp_side_by_side.sh LLAMA_BIN [WORK_DIR] [ROUNDS]}
+llama_bin=${1:?usage: llama_cpp_side_by_side.sh LLAMA_BIN [WORK_DIR] [ROUNDS] [DEPTH]}
 rounds=${3:-2}
+depth=${4:-64}
+[[ $depth =~ ^[1-9][0-9]*$ ]] || { echo "DEPTH must be a positive number of tokens, not '$depth'" >&2; exit 2; }
 cd "$(dirname "$0")/.."
 for tool in llama-bench llama-quantize; do
   [ -x "$llama_bin/$tool" ] || { echo "no $tool in $llama_bin" >&2; exit 2; }
@@ -35,7 +38,7 @@ llama() {
   python3 -c 'import json, sys; d = json.load(sys.stdin)[0]; print("%.2f %.2f" % (d["avg_ts"], d["stddev_ts"]))' <<<"$result"
 }
 
-echo "| time (UTC) | weights | llama.cpp pp512 | shardlm pp512 | ratio | llama.cpp tg128 | shardlm tg128 | ratio | shardlm pp % of its instruction's peak | shardlm tg % of roofline |"
+echo "| time (UTC) | weights | llama.cpp pp512 | shardlm pp512 | ratio | llama.cpp tg128 @ $depth | shardlm tg128 @ $depth | ratio | shardlm pp % of its instruction's peak | shardlm tg % of roofline |"
 echo "|---|---|---|---|---|---|---|---|---|---|"
 for round in $(seq "$rounds"); do
   for type in bf16 f16 q8_0 q4_0 q4_k_m; do
@@ -44,8 +47,8 @@ for round in $(seq "$rounds"); do
       q4_0 | q4_k_m) options=(--quantize int4) ;;  # shardlm's int4 against each of llama.cpp's 4-bit types
     esac
     read -r llama_pp llama_pp_spread < <(llama "$type" -p 512 -n 0)
-    read -r llama_tg llama_tg_spread < <(llama "$type" -p 0 -n 128 -d 64)
-    "$shardlm" bench --model "$model" "${options[@]}" --threads 2 -p 512 -n 128 --tg-prompt 64 -r "$repetitions" \
+    read -r llama_tg llama_tg_spread < <(llama "$type" -p 0 -n 128 -d "$depth")
+    "$shardlm" bench --model "$model" "${options[@]}" --threads 2 -p 512 -n 128 --tg-prompt "$depth" -r "$repetitions" \
       --output json 2>/dev/null | grep '^{' | tail -1 |
       python3 -c '
 import json, sys
