@@ -137,6 +137,45 @@ void BM_AttentionDecodeCold(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * layers * 2 * kv_heads * cached * head_dim * 2));
 }
 
+// `tensor` (and its block scales) copied into huge-page memory, as the loader places weights.
+Tensor in_arena(HostArena& arena, const Tensor& tensor) {
+  const auto place = [&](const Tensor& part) {
+    Tensor placed = arena.empty(part.shape(), part.dtype());
+    std::memcpy(placed.mutable_raw(), part.raw(), part.nbytes());
+    return placed;
+  };
+  return tensor.quantized() ? place(tensor).with_block_scales(place(tensor.block_scales())) : place(tensor);
+}
+
+// A decode step's layer gemvs as it meets them: 28 int4 weights of one [out, in] shape in
+// huge pages, each its own op from memory (a 64 MB read, untimed, evicts them between
+// steps), on `threads`. Against one large shape, the cost an op carries beyond its bytes.
+void BM_GemvOps(benchmark::State& state) {
+  const int64_t out = state.range(0), in = state.range(1), threads = state.range(2), layers = 28;
+  ThreadPool pool(static_cast<int>(threads));
+  HostArena arena;
+  std::vector<Tensor> weights;
+  for (int64_t l = 0; l < layers; ++l) weights.push_back(in_arena(arena, random_matrix(out, in, DType::i4)));
+  Tensor x = random_matrix(1, in, DType::f32), y = Tensor::zeros({1, out}, DType::f32);
+  std::vector<uint64_t> evict(size_t{8} << 20, 1);
+  uint64_t sink = 0;
+  for (auto _ : state) {
+    for (size_t i = 0; i < evict.size(); i += 8) sink += evict[i];
+    const auto start = std::chrono::steady_clock::now();
+    for (int64_t l = 0; l < layers; ++l) linear(pool, x, weights[l], Tensor(), y);
+    state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  benchmark::DoNotOptimize(sink);
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * layers * weight_bytes(weights[0])));
+}
+BENCHMARK(BM_GemvOps)
+    ->Args({1024, 3072, 1})
+    ->Args({1024, 3072, 2})
+    ->Args({3072, 1024, 2})
+    ->Args({8192, 3072, 1})
+    ->Args({8192, 3072, 2})
+    ->UseManualTime();
+
 // Prefill attention of a 512-token prompt over an f32 (argument 0) or bf16 (1) cache, one
 // KV head of two query heads (Qwen3-0.6B's group), by the flash kernel of the table named
 // `isa`, one thread: blocks of 24 positions (48 rows), as attention() makes them.
