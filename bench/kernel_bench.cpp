@@ -15,6 +15,7 @@
 #include <string>
 #include <string_view>
 
+#include "arena_copy.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/kernel_table.h"
 #include "backends/cpu/reference_kernels.h"
@@ -135,16 +136,6 @@ void BM_AttentionDecodeCold(benchmark::State& state) {
   }
   benchmark::DoNotOptimize(sink);
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * layers * 2 * kv_heads * cached * head_dim * 2));
-}
-
-// `tensor` (and its block scales) copied into huge-page memory, as the loader places weights.
-Tensor in_arena(HostArena& arena, const Tensor& tensor) {
-  const auto place = [&](const Tensor& part) {
-    Tensor placed = arena.empty(part.shape(), part.dtype());
-    std::memcpy(placed.mutable_raw(), part.raw(), part.nbytes());
-    return placed;
-  };
-  return tensor.quantized() ? place(tensor).with_block_scales(place(tensor.block_scales())) : place(tensor);
 }
 
 // A decode step's layer gemvs as it meets them: 28 int4 weights of one [out, in] shape in

@@ -18,12 +18,12 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "arena_copy.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/machine_limits.h"
 #include "core/quantize.h"
@@ -71,17 +71,6 @@ Options parse(int argc, char** argv) {
     usage("--dtype must be int8, int4, bf16, f16 or f32");
   if (options.threads <= 0 || options.rounds <= 0 || options.tokens <= 0) usage("counts must be positive");
   return options;
-}
-
-// `tensor` (and its block scales) copied into huge-page memory, as the loader places
-// weights: in a tensor of its own under 2 MB, each 4 KB page would cost a TLB miss.
-Tensor in_arena(HostArena& arena, const Tensor& tensor) {
-  const auto place = [&](const Tensor& part) {
-    Tensor placed = arena.empty(part.shape(), part.dtype());
-    std::memcpy(placed.mutable_raw(), part.raw(), part.nbytes());
-    return placed;
-  };
-  return tensor.quantized() ? place(tensor).with_block_scales(place(tensor.block_scales())) : place(tensor);
 }
 
 // The matrices one decode token reads, in the order it reads them.
