@@ -103,10 +103,26 @@ void BM_AttentionDecode(benchmark::State& state) {
       benchmark::Counter(4.0 * heads * cached * head_dim * state.iterations(), benchmark::Counter::kIsRate);
 }
 
+// Times step() with the caches cold, as a decode step meets its cache and weights (the
+// step's other reads have streamed through the caches since): a 64 MB read, untimed,
+// evicts them before each iteration.
+template <typename Step>
+void time_cold(benchmark::State& state, Step step) {
+  std::vector<uint64_t> evict(size_t{8} << 20, 1);
+  uint64_t sink = 0;
+  for (auto _ : state) {
+    for (size_t i = 0; i < evict.size(); i += 8) sink += evict[i];
+    const auto start = std::chrono::steady_clock::now();
+    step();
+    state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  benchmark::DoNotOptimize(sink);
+}
+
 // Decode attention as a decode step meets it: every layer's cache read once, cold (the
 // step's weights have streamed through the caches since), 28 layers of Qwen3-0.6B's
 // shape (8 KV heads of 2 query heads each) in bf16 at max_cache_len 4096, `cached`
-// positions visible, on `threads`. Between steps (untimed) a 64 MB read evicts them.
+// positions visible, on `threads`.
 void BM_AttentionDecodeCold(benchmark::State& state) {
   const int64_t cached = state.range(0), threads = state.range(1), layers = 28, kv_heads = 8, heads = 16,
                 head_dim = 128, max_cache_len = 4096;
@@ -126,21 +142,15 @@ void BM_AttentionDecodeCold(benchmark::State& state) {
   Tensor positions = Tensor::from_i32(std::span(&last, 1), {1, 1});
   Tensor cache_rows = Tensor::from_i32(std::span(&row, 1), {1});
   Tensor out = Tensor::zeros({1, 1, heads, head_dim}, DType::f32);
-  std::vector<uint64_t> evict(size_t{8} << 20, 1);
-  uint64_t sink = 0;
-  for (auto _ : state) {
-    for (size_t i = 0; i < evict.size(); i += 8) sink += evict[i];
-    const auto start = std::chrono::steady_clock::now();
+  time_cold(state, [&] {
     for (int64_t l = 0; l < layers; ++l) attention(pool, q, keys[l], values[l], positions, cache_rows, 0.088f, 0, out);
-    state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  }
-  benchmark::DoNotOptimize(sink);
+  });
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * layers * 2 * kv_heads * cached * head_dim * 2));
 }
 
 // A decode step's layer gemvs as it meets them: 28 int4 weights of one [out, in] shape in
-// huge pages, each its own op from memory (a 64 MB read, untimed, evicts them between
-// steps), on `threads`. Against one large shape, the cost an op carries beyond its bytes.
+// huge pages, each its own op from memory, on `threads`. Against one large shape, the
+// cost an op carries beyond its bytes.
 void BM_GemvOps(benchmark::State& state) {
   const int64_t out = state.range(0), in = state.range(1), threads = state.range(2), layers = 28;
   ThreadPool pool(static_cast<int>(threads));
@@ -148,15 +158,9 @@ void BM_GemvOps(benchmark::State& state) {
   std::vector<Tensor> weights;
   for (int64_t l = 0; l < layers; ++l) weights.push_back(in_arena(arena, random_matrix(out, in, DType::i4)));
   Tensor x = random_matrix(1, in, DType::f32), y = Tensor::zeros({1, out}, DType::f32);
-  std::vector<uint64_t> evict(size_t{8} << 20, 1);
-  uint64_t sink = 0;
-  for (auto _ : state) {
-    for (size_t i = 0; i < evict.size(); i += 8) sink += evict[i];
-    const auto start = std::chrono::steady_clock::now();
+  time_cold(state, [&] {
     for (int64_t l = 0; l < layers; ++l) linear(pool, x, weights[l], Tensor(), y);
-    state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  }
-  benchmark::DoNotOptimize(sink);
+  });
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * layers * weight_bytes(weights[0])));
 }
 BENCHMARK(BM_GemvOps)

@@ -89,13 +89,14 @@ TEST(AttentionKernels, EveryTableFlashBlockMatchesTheReference) {
 // table's, over a bf16 cache, rounds the queries and the softmax weights to bf16
 // (attention_rounds_to_bf16). One to eight
 // heads: the kernels take them two, or one, at a time over four or eight keys, and the
-// keys past those one by one.
+// keys past those one by one. head_dim 32 - 256: the values pass takes 1, 2, 4 or 8 steps
+// of 32 columns at once on bf16 pairs, whole 128-column rows on 16 lanes.
 TEST(AttentionKernels, EveryTableDecodeKernelMatchesTheReference) {
   std::mt19937 random(6);
   int checked = 0;
   for (const CpuKernels* table : available_cpu_kernels())
     for (DType cache_dtype : {DType::f32, DType::bf16})
-      for (int64_t head_dim : {32, 48, 128}) {
+      for (int64_t head_dim : {32, 48, 64, 128, 256}) {
         const DecodeAttentionKernel decode = table->decode_attention ? table->decode_attention(head_dim) : nullptr;
         if (!decode) continue;
         // Not a structured binding: clang 14's lambdas cannot capture one (`attend` below).
