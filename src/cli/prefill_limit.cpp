@@ -25,13 +25,14 @@ DType running_dtype(DType stored, const io::ModelConfig& config, const ModelArgu
   return args.dtype.empty() ? stored : parse_dtype(args.dtype);
 }
 
-// The AMX table's tiles and the AVX512-BF16 table's dot products, where their gemms take
-// them; everything else is scored against f32 FMAs.
+// The AMX table's tiles and the AVX512-BF16 table's dot products (which the AMX table
+// runs where its tiles do not), where their gemms take them; everything else is scored
+// against f32 FMAs.
 PeakInstruction instruction_of(const backends::cpu::CpuKernels& table, DType dtype, int64_t in) {
   dtype = backends::cpu::kernel_dtype(dtype);
   if (table.isa == "amx" && backends::cpu::gemm_rounds_input_to_bf16(table, dtype, in))
     return PeakInstruction::amx_bf16_tiles;
-  if (table.isa != "avx512_bf16") return PeakInstruction::f32_fma;
+  if (table.isa != "avx512_bf16" && table.isa != "amx") return PeakInstruction::f32_fma;
   if (backends::cpu::gemm_rounds_input_to_bf16(table, dtype, in)) return PeakInstruction::bf16_dot;
   if (backends::cpu::gemm_rounds_input_to_int8(table, dtype, in)) return PeakInstruction::int8_dot;
   return PeakInstruction::f32_fma;

@@ -1,8 +1,9 @@
 // The AMX table: prefill over bf16, f16 and int8 weights on the matrix tile units (Intel
 // AMX-BF16, Sapphire Rapids and later): one TDPBF16PS multiplies a 16x32 bf16 tile by a
 // 32x16 one into 16x16 f32 sums, 16 times the FLOPs a cycle of AVX-512 FMAs. Everything
-// else (decode's gemv, f32 weights, a row length that is not a multiple of 32) runs the
-// AVX-512 table's kernels.
+// else (decode's gemv, int4 and f32 weights, a row length that is not a multiple of 32)
+// runs the AVX512-BF16 table's kernels, which every AMX CPU runs: int4 on VPDPBUSD,
+// attention on VDPBF16PS, the rest AVX-512's.
 //
 // As llama.cpp does for bf16 weights (and transformers for a bf16 model), the
 // activations are rounded to bf16 (nearest even) once per op; the products and their
@@ -45,7 +46,10 @@ bool runs_on_tiles(DType weight_dtype, int64_t in) {
   return (weight_dtype == DType::bf16 || weight_dtype == DType::f16 || weight_dtype == DType::i8) && in % tile_k == 0;
 }
 
-const CpuKernels& fallback() { return *avx512_cpu_kernels(); }
+const CpuKernels& fallback() { return *avx512_bf16_cpu_kernels(); }
+bool fallback_rounds_input_to_int8(DType weight_dtype, int64_t in) {
+  return !runs_on_tiles(weight_dtype, in) && fallback().gemm_rounds_input_to_int8(weight_dtype, in);
+}
 
 // The tile configuration (palette 1): eight tiles of 16 rows x 64 bytes. tmm0-3 hold
 // C, tmm4-5 A (two 16-row blocks of x), tmm6-7 B (two 16-column weight tiles).
@@ -255,8 +259,6 @@ namespace {
 
 // Built only once the CPU check has passed: its code may use this file's instructions.
 [[gnu::noinline]] const CpuKernels& table() {
-  // Attention as the AVX512-BF16 table runs it (every AMX CPU has AVX512_BF16).
-  const CpuKernels& attention = avx512_bf16_cpu_kernels() ? *avx512_bf16_cpu_kernels() : fallback();
   static const CpuKernels kernels{.isa = "amx", .gemv = fallback().gemv, .gemm = gemm, .pack_input = pack_input,
                                   .input_tile_rows = unit_rows, .gemm_column_block = column_block,
                                   .pack_gemv_input = fallback().pack_gemv_input,
@@ -265,9 +267,11 @@ namespace {
                                   .gemv_blocks = fallback().gemv_blocks,
                                   .rows = fallback().rows,
                                   .gemm_rounds_input_to_bf16 = runs_on_tiles,
-                                  .flash_block = attention.flash_block,
-                                  .decode_attention = attention.decode_attention,
-                                  .attention_rounds_to_bf16 = attention.attention_rounds_to_bf16};
+                                  .gemm_rounds_input_to_int8 = fallback_rounds_input_to_int8,
+                                  .gemv_rounds_input_to_int8 = fallback().gemv_rounds_input_to_int8,
+                                  .flash_block = fallback().flash_block,
+                                  .decode_attention = fallback().decode_attention,
+                                  .attention_rounds_to_bf16 = fallback().attention_rounds_to_bf16};
   return kernels;
 }
 
