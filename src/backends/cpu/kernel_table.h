@@ -141,7 +141,7 @@ void ggml_block_products(const CpuKernels& kernels, const float* x, int64_t rows
 
 // The portable table, the AVX2+FMA+F16C one, the AVX-512 (F, BW, VL, DQ) one, the
 // AVX512-BF16 one (prefill of bf16 weights by VDPBF16PS, the rest AVX-512's) and the AMX
-// one (prefill of bf16, f16 and int8 weights on the tile units, the rest AVX-512's), the
+// one (prefill of bf16, f16 and int8 weights on the tile units, the rest the AVX512-BF16 one's), the
 // last four where this CPU and the OS run them, else null.
 const CpuKernels& portable_cpu_kernels();
 const CpuKernels* avx2_cpu_kernels();

@@ -14,8 +14,9 @@
 // int8 weight times its block's f16 scale (18 significant bits, exact in f32) is split
 // the same way, to within 2^-17 of itself: far inside the int8 rounding's 2^-8.
 //
-// Layouts: pack_input writes x [rows, in] as bf16 rows (zero rows up to its 48-row
-// unit), so 16 rows x 32 k load as an A tile straight from it. Each task packs its
+// Layouts: pack_input writes x [rows, in] as bf16 A tiles, [row block][k block][16 rows]
+// [32] (zero rows up to its 48-row unit), so that each A tile is one contiguous 1 KB
+// (a tile load of 16 rows an input row apart is slower: docs/PERFORMANCE.md). Each task packs its
 // columns of the weight, 128 at a time, as B tiles in the pairs layout TDPBF16PS reads
 // ([k / 2][16 columns][2]): sixteen weight rows' 64-byte runs, transposed as 32-bit
 // pairs. Then for every pair of 16-row blocks and pair of 16-column tiles, four C tiles
@@ -139,16 +140,15 @@ void pack_input(const float* x, int64_t rows, int64_t in, DType weight_dtype, in
                           std::min(fallback_tiles, unit_end * per_unit), packed);
     return;
   }
-  auto* bf16 = reinterpret_cast<uint16_t*>(packed);  // [units x 48 rows, in]
+  auto* bf16 = reinterpret_cast<uint16_t*>(packed);  // [units x 3 row blocks][in / 32][16][32]
+  const int64_t k_blocks = in / tile_k;
   for (int64_t r = unit_begin * unit_rows; r < unit_end * unit_rows; ++r) {
-    uint16_t* target = bf16 + r * in;
-    if (r >= rows) {
-      std::memset(target, 0, static_cast<size_t>(in) * sizeof(uint16_t));
-      continue;
-    }
-    for (int64_t k = 0; k < in; k += tile_k) {
-      const __m512bh pair = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(x + r * in + k + 16), _mm512_loadu_ps(x + r * in + k));
-      _mm512_storeu_si512(target + k, (__m512i)pair);
+    uint16_t* target = bf16 + (r / tile_rows) * k_blocks * 512 + (r % tile_rows) * tile_k;
+    for (int64_t kb = 0; kb < k_blocks; ++kb) {
+      const float* source = x + r * in + kb * tile_k;
+      const __m512i pair = r < rows ? (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(source + 16), _mm512_loadu_ps(source))
+                                    : _mm512_setzero_si512();
+      _mm512_storeu_si512(target + kb * 512, pair);
     }
   }
 }
@@ -174,9 +174,8 @@ template <DType D>
 void gemm_on_tiles(const float* packed_x, int64_t rows, const WeightView& w, int64_t o_begin, int64_t o_end,
                    float* out, int64_t stride) {
   constexpr int64_t terms = amx_weight_terms(D);
-  const auto* x = reinterpret_cast<const uint16_t*>(packed_x);  // [rows rounded up to 48, in] bf16
+  const auto* x = reinterpret_cast<const uint16_t*>(packed_x);  // A tiles [row block][in / 32][16][32] bf16
   const int64_t in = w.in, k_blocks = in / tile_k, row_blocks = (rows + tile_rows - 1) / tile_rows;
-  const int64_t x_stride = in * static_cast<int64_t>(sizeof(uint16_t));
   // This thread's B tiles, [terms][8 tiles][in / 32][512] bf16; grows to the longest rows, then stays.
   thread_local std::vector<uint16_t> weight_tiles;
   const auto tile_elements = static_cast<size_t>(terms * column_block * in);
@@ -188,8 +187,8 @@ void gemm_on_tiles(const float* packed_x, int64_t rows, const WeightView& w, int
     pack_weight_tiles<D>(w, n0, columns, packed_weight);
     for (int64_t rb = 0; rb < row_blocks; rb += 2) {
       const bool two_row_blocks = rb + 1 < row_blocks;
-      const uint16_t* x0 = x + rb * tile_rows * in;
-      const uint16_t* x1 = x0 + tile_rows * in;
+      const uint16_t* x0 = x + rb * k_blocks * 512;
+      const uint16_t* x1 = x0 + k_blocks * 512;
       for (int64_t j = 0; j < column_tiles; j += 2) {
         const bool two_column_tiles = j + 1 < column_tiles;
         const uint16_t* b0 = packed_weight + j * k_blocks * 512;
@@ -199,8 +198,8 @@ void gemm_on_tiles(const float* packed_x, int64_t rows, const WeightView& w, int
         _tile_zero(2);
         _tile_zero(3);
         for (int64_t kb = 0; kb < k_blocks; ++kb) {
-          _tile_loadd(4, x0 + kb * tile_k, x_stride);
-          if (two_row_blocks) _tile_loadd(5, x1 + kb * tile_k, x_stride);
+          _tile_loadd(4, x0 + kb * 512, 64);
+          if (two_row_blocks) _tile_loadd(5, x1 + kb * 512, 64);
           for (int64_t term = 0; term < terms; ++term) {
             const int64_t at = term * column_block * in + kb * 512;
             _tile_loadd(6, b0 + at, 64);
