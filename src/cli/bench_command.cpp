@@ -377,7 +377,7 @@ void add_bench_command(CLI::App& app) {
                       "Matrix peak for the pp share (default on the CPU: measured before each repetition, for "
                       "the instruction the prefill runs: f32 FMAs, or on the avx512_bf16 kernels bf16 dot "
                       "products over bf16 weights and int8 dot products over int8 ones, or on the amx kernels "
-                      "the tiles' TDPBF16PS over bf16, f16 and int8 ones); a GPU's bf16 matrix peak must be given");
+                      "the tiles' TDPBF16PS over bf16, f16, int8 and int4 ones); a GPU's bf16 matrix peak must be given");
   command->add_flag("--paired-probe", args->paired_probe,
                     "tg test: after the repetitions, one more run with a read-bandwidth probe pass after every "
                     "decode step, each step scored against the passes around it (CPU, one process; ~1.8x the tg "

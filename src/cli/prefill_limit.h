@@ -23,8 +23,8 @@ struct PrefillLimit {
   // The prefill matmuls' FLOPs by the instruction that runs them; in order of
   // PeakInstruction, zero where none.
   double flops[peak_instructions] = {};
-  // The FLOPs each instruction performs for them: `flops`, but twice those of the f16 and
-  // int8 matrices on AMX tiles, each split into two bf16 terms (amx_weight_terms).
+  // The FLOPs each instruction performs for them: `flops`, but twice those of the f16,
+  // int8 and int4 matrices on AMX tiles, each split into two bf16 terms (amx_weight_terms).
   double work[peak_instructions] = {};
 
   double total_flops() const { return std::accumulate(std::begin(flops), std::end(flops), 0.0); }

@@ -141,8 +141,8 @@ void ggml_block_products(const CpuKernels& kernels, const float* x, int64_t rows
 
 // The portable table, the AVX2+FMA+F16C one, the AVX-512 (F, BW, VL, DQ) one, the
 // AVX512-BF16 one (prefill of bf16 weights by VDPBF16PS, the rest AVX-512's) and the AMX
-// one (prefill of bf16, f16 and int8 weights on the tile units, the rest the AVX512-BF16 one's), the
-// last four where this CPU and the OS run them, else null.
+// one (prefill of bf16, f16, int8 and int4 weights on the tile units, the rest the
+// AVX512-BF16 one's), the last four where this CPU and the OS run them, else null.
 const CpuKernels& portable_cpu_kernels();
 const CpuKernels* avx2_cpu_kernels();
 const CpuKernels* avx512_cpu_kernels();
@@ -151,8 +151,9 @@ const CpuKernels* amx_cpu_kernels();
 bool cpu_has_avx512();
 namespace {
 // The bf16 terms the AMX table splits a weight of `weight_dtype` into, each a whole pass
-// of tile products: bf16 1; f16 and int8 2 (the bf16 rounding, then the rest). Internal
-// linkage: the AMX file's copy is compiled for other instructions than its callers'.
+// of tile products: bf16 1; f16, int8 and int4 2 (the bf16 rounding, then the rest).
+// Internal linkage: the AMX file's copy is compiled for other instructions than its
+// callers'.
 constexpr int64_t amx_weight_terms(DType weight_dtype) { return weight_dtype == DType::bf16 ? 1 : 2; }
 }  // namespace
 // The AMX probe's body (machine_limits.h): `iterations` rounds of the gemm's inner step,
@@ -160,8 +161,9 @@ constexpr int64_t amx_weight_terms(DType weight_dtype) { return weight_dtype == 
 // returns one of the sums. Only where amx_cpu_kernels() is not null.
 float run_amx_bf16_tile_chains(int64_t iterations);
 // Whether `kernels`' gemm rounds the activations to bf16 for weights of `weight_dtype`
-// and row length `in` (the AMX table's tile units do, for bf16, f16 and int8 weights whose
-// rows are whole 32-element tiles; the AVX512-BF16 table's dot products for bf16 weights):
+// and row length `in` (the AMX table's tile units do, for bf16, f16, int8 and int4
+// weights whose rows are whole 32-element tiles; the AVX512-BF16 table's dot products for
+// bf16 weights):
 // 2^-9 relative per activation, as a bf16 model runs in transformers or llama.cpp. Every
 // other kernel keeps them f32.
 bool gemm_rounds_input_to_bf16(const CpuKernels& kernels, DType weight_dtype, int64_t in);

@@ -1,9 +1,9 @@
-// The AMX table: prefill over bf16, f16 and int8 weights on the matrix tile units (Intel
-// AMX-BF16, Sapphire Rapids and later): one TDPBF16PS multiplies a 16x32 bf16 tile by a
-// 32x16 one into 16x16 f32 sums, 16 times the FLOPs a cycle of AVX-512 FMAs. Everything
-// else (decode's gemv, int4 and f32 weights, a row length that is not a multiple of 32)
-// runs the AVX512-BF16 table's kernels, which every AMX CPU runs: int4 on VPDPBUSD,
-// attention on VDPBF16PS, the rest AVX-512's.
+// The AMX table: prefill over bf16, f16, int8 and int4 weights on the matrix tile units
+// (Intel AMX-BF16, Sapphire Rapids and later): one TDPBF16PS multiplies a 16x32 bf16 tile
+// by a 32x16 one into 16x16 f32 sums, 16 times the FLOPs a cycle of AVX-512 FMAs.
+// Everything else (decode's gemv, f32 weights, a row length that is not a multiple of 32)
+// runs the AVX512-BF16 table's kernels, which every AMX CPU runs: int4 decode on
+// VPDPBUSD, attention on VDPBF16PS, the rest AVX-512's.
 //
 // As llama.cpp does for bf16 weights (and transformers for a bf16 model), the
 // activations are rounded to bf16 (nearest even) once per op; the products and their
@@ -12,14 +12,15 @@
 // two bf16 values, its bf16 rounding and what that left, each packed as its own tiles
 // and multiplied in turn (twice the tile work of bf16, still 8x AVX-512's FLOPs). An
 // int8 weight times its block's f16 scale (18 significant bits, exact in f32) is split
-// the same way, to within 2^-17 of itself: far inside the int8 rounding's 2^-8.
+// the same way, to within 2^-17 of itself: far inside the int8 rounding's 2^-8; an int4
+// one (at most 14 significant bits) exactly.
 //
 // Layouts: pack_input writes x [rows, in] as bf16 A tiles, [row block][k block][16 rows]
-// [32] (zero rows up to its 48-row unit), so that each A tile is one contiguous 1 KB
-// (a tile load of 16 rows an input row apart is slower: docs/PERFORMANCE.md). Each task packs its
-// columns of the weight, 128 at a time, as B tiles in the pairs layout TDPBF16PS reads
-// ([k / 2][16 columns][2]): sixteen weight rows' 64-byte runs, transposed as 32-bit
-// pairs. Then for every pair of 16-row blocks and pair of 16-column tiles, four C tiles
+// [32] (zero rows up to its 48-row unit), so that each A tile is one contiguous 1 KB (a
+// tile load of 16 rows an input row apart is slower: docs/PERFORMANCE.md). Each task
+// packs its columns of the weight, 128 at a time, as B tiles in the pairs layout
+// TDPBF16PS reads ([k / 2][16 columns][2]): sixteen weight rows' 32-element runs as bf16,
+// transposed as 32-bit pairs. Then for every pair of 16-row blocks and pair of 16-column tiles, four C tiles
 // sum over the whole row length and are stored once.
 #include <cpuid.h>
 #include <immintrin.h>
@@ -44,7 +45,9 @@ constexpr int64_t unit_rows = 48;               // pack_input's unit: 3 A row bl
 static_assert(Tensor::quant_block == tile_k, "an int8 weight's k block must be one quantization block");
 
 bool runs_on_tiles(DType weight_dtype, int64_t in) {
-  return (weight_dtype == DType::bf16 || weight_dtype == DType::f16 || weight_dtype == DType::i8) && in % tile_k == 0;
+  return (weight_dtype == DType::bf16 || weight_dtype == DType::f16 || weight_dtype == DType::i8 ||
+          weight_dtype == DType::i4) &&
+         in % tile_k == 0;
 }
 
 const CpuKernels& fallback() { return *avx512_bf16_cpu_kernels(); }
@@ -90,14 +93,23 @@ void split_to_bf16(__m512 first, __m512 second, __m512i* high, __m512i* low) {
   *low = (__m512i)_mm512_cvtne2ps_pbh(_mm512_sub_ps(second, second_high), _mm512_sub_ps(first, first_high));
 }
 
-// The 32 weights of a row's k block kb from `run` as two bf16 terms: f16 exactly, int8
-// times the block's scale to within 2^-17.
+// The 32 weights of a row's k block kb from `run` as two bf16 terms: f16, and int4 times
+// the block's scale, exactly; int8 times its scale to within 2^-17.
 template <DType D>
 void split_run(const WeightView& w, int64_t row, int64_t kb, const void* run, __m512i* high, __m512i* low) {
   if constexpr (D == DType::f16) {
     const auto* halves = static_cast<const __m256i*>(run);
     split_to_bf16(_mm512_cvtph_ps(_mm256_loadu_si256(halves)), _mm512_cvtph_ps(_mm256_loadu_si256(halves + 1)), high,
                   low);
+  } else if constexpr (D == DType::i4) {
+    // Byte j of the block holds element j in its low nibble and j + 16 in its high one, each as q + 8.
+    const __m512i bytes = _mm512_cvtepu8_epi32(_mm_loadu_si128(static_cast<const __m128i*>(run)));
+    const __m512i eight = _mm512_set1_epi32(8);
+    const __m512 scale = _mm512_set1_ps(_cvtsh_ss(w.block_scales[row * (w.in / tile_k) + kb]));
+    const __m512i first = _mm512_sub_epi32(_mm512_and_si512(bytes, _mm512_set1_epi32(0x0F)), eight);
+    const __m512i second = _mm512_sub_epi32(_mm512_srli_epi32(bytes, 4), eight);
+    split_to_bf16(_mm512_mul_ps(_mm512_cvtepi32_ps(first), scale), _mm512_mul_ps(_mm512_cvtepi32_ps(second), scale),
+                  high, low);
   } else {
     const auto* quarters = static_cast<const __m128i*>(run);
     const __m512 scale = _mm512_set1_ps(_cvtsh_ss(w.block_scales[row * (w.in / tile_k) + kb]));
@@ -113,7 +125,7 @@ void split_run(const WeightView& w, int64_t row, int64_t kb, const void* run, __
 template <DType D>
 void pack_weight_tiles(const WeightView& w, int64_t n0, int64_t columns, uint16_t* packed) {
   const int64_t in = w.in, k_blocks = in / tile_k;
-  const int64_t element_bytes = D == DType::i8 ? 1 : 2;
+  const int64_t element_bits = D == DType::i4 ? 4 : D == DType::i8 ? 8 : 16;
   for (int64_t j = 0; j * 16 < columns; ++j)
     for (int64_t kb = 0; kb < k_blocks; ++kb) {
       __m512i high[16], low[16];
@@ -121,7 +133,7 @@ void pack_weight_tiles(const WeightView& w, int64_t n0, int64_t columns, uint16_
         high[i] = low[i] = _mm512_setzero_si512();
         if (j * 16 + i >= columns) continue;
         const int64_t row = n0 + j * 16 + i;
-        const void* run = static_cast<const std::byte*>(w.data) + (row * in + kb * tile_k) * element_bytes;
+        const void* run = static_cast<const std::byte*>(w.data) + (row * in + kb * tile_k) * element_bits / 8;
         if constexpr (D == DType::bf16) high[i] = _mm512_loadu_si512(run);
         else split_run<D>(w, row, kb, run, &high[i], &low[i]);
       }
@@ -237,6 +249,7 @@ void gemm(const float* x, int64_t rows, const WeightView& w, int64_t o_begin, in
   if (!runs_on_tiles(w.dtype, w.in)) fallback().gemm(x, rows, w, o_begin, o_end, out, stride);
   else if (w.dtype == DType::f16) gemm_on_tiles<DType::f16>(x, rows, w, o_begin, o_end, out, stride);
   else if (w.dtype == DType::i8) gemm_on_tiles<DType::i8>(x, rows, w, o_begin, o_end, out, stride);
+  else if (w.dtype == DType::i4) gemm_on_tiles<DType::i4>(x, rows, w, o_begin, o_end, out, stride);
   else gemm_on_tiles<DType::bf16>(x, rows, w, o_begin, o_end, out, stride);
 }
 
