@@ -29,7 +29,8 @@ struct alignas(64) TileConfig {
 
 // TFLOP/s of the steps over A [rows, in] and B [column_tiles][in / 32][512], in bf16.
 // The tile instructions are asked for here alone, so main runs on any x86-64.
-__attribute__((target("avx512f,amx-tile,amx-bf16"))) double steps(Loads loads, int64_t in, const uint16_t* a, const uint16_t* b) {
+__attribute__((target("avx512f,amx-tile,amx-bf16"))) double steps(Loads loads, int64_t in, const uint16_t* a,
+                                                                   const uint16_t* b) {
   const int64_t k_blocks = in / 32, a_stride = loads == Loads::strided_a ? in * 2 : 64;
   TileConfig config;
   for (int t = 0; t < 8; ++t) {
@@ -86,7 +87,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   // Every element bf16 2^-7, as the probe's: the sums stay far inside f32's range.
-  const std::vector<uint16_t> a(static_cast<size_t>(rows * in), 0x3C00), b(static_cast<size_t>(column_tiles * 16 * in), 0x3C00);
+  const std::vector<uint16_t> a(static_cast<size_t>(rows * in), 0x3C00);
+  const std::vector<uint16_t> b(static_cast<size_t>(column_tiles * 16 * in), 0x3C00);
   std::printf("AMX inner step, one thread, in = %lld (A %lld KB, B %lld KB), TFLOP/s:\n", static_cast<long long>(in),
               static_cast<long long>(rows * in * 2 / 1024), static_cast<long long>(column_tiles * 16 * in * 2 / 1024));
   for (int round = 0; round < 3; ++round) {

@@ -20,8 +20,8 @@
 // tile load of 16 rows an input row apart is slower: docs/PERFORMANCE.md). Each task
 // packs its columns of the weight, 128 at a time, as B tiles in the pairs layout
 // TDPBF16PS reads ([k / 2][16 columns][2]): sixteen weight rows' 32-element runs as bf16,
-// transposed as 32-bit pairs. Then for every pair of 16-row blocks and pair of 16-column tiles, four C tiles
-// sum over the whole row length and are stored once.
+// transposed as 32-bit pairs. Then for every pair of 16-row blocks and pair of 16-column
+// tiles, four C tiles sum over the whole row length and are stored once.
 #include <cpuid.h>
 #include <immintrin.h>
 #include <sys/syscall.h>
@@ -102,7 +102,8 @@ void split_run(const WeightView& w, int64_t row, int64_t kb, const void* run, __
     split_to_bf16(_mm512_cvtph_ps(_mm256_loadu_si256(halves)), _mm512_cvtph_ps(_mm256_loadu_si256(halves + 1)), high,
                   low);
   } else if constexpr (D == DType::i4) {
-    // Byte j of the block holds element j in its low nibble and j + 16 in its high one, each as q + 8.
+    // Byte j of the block holds element j in its low nibble and j + 16 in its high one,
+    // each as q + 8.
     const __m512i bytes = _mm512_cvtepu8_epi32(_mm_loadu_si128(static_cast<const __m128i*>(run)));
     const __m512i eight = _mm512_set1_epi32(8);
     const __m512 scale = _mm512_set1_ps(_cvtsh_ss(w.block_scales[row * (w.in / tile_k) + kb]));
@@ -158,8 +159,9 @@ void pack_input(const float* x, int64_t rows, int64_t in, DType weight_dtype, in
     uint16_t* target = bf16 + (r / tile_rows) * k_blocks * 512 + (r % tile_rows) * tile_k;
     for (int64_t kb = 0; kb < k_blocks; ++kb) {
       const float* source = x + r * in + kb * tile_k;
-      const __m512i pair = r < rows ? (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(source + 16), _mm512_loadu_ps(source))
-                                    : _mm512_setzero_si512();
+      const __m512i pair = r < rows
+                               ? (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(source + 16), _mm512_loadu_ps(source))
+                               : _mm512_setzero_si512();
       _mm512_storeu_si512(target + kb * 512, pair);
     }
   }
