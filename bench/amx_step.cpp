@@ -1,8 +1,9 @@
 // The AMX gemm's inner step on one thread, operands in L1 and L2 as the gemm meets them:
 // four TDPBF16PS into four C tiles from two A and two B tiles, with the step's four tile
-// loads or without them (the AMX probe's figure), and with the A tiles 16 rows an input
-// row apart (bf16 rows) or one contiguous 1 KB each (the layout pack_input writes). It
-// tells what bounds matmul_amx.cpp: the tile products, or the loads that feed them.
+// loads, the A tiles 16 rows an input row apart (bf16 rows) or one contiguous 1 KB each
+// (the layout pack_input writes), beside the AMX probe (the products alone,
+// machine_limits.h). It tells what bounds matmul_amx.cpp: the tile products, or the loads
+// that feed them.
 //   build/bench/amx_step [in (1024)]
 #include <immintrin.h>
 
@@ -13,13 +14,14 @@
 #include <vector>
 
 #include "backends/cpu/kernel_table.h"
+#include "backends/cpu/machine_limits.h"
 
 namespace {
 
-using shardlm::backends::cpu::amx_cpu_kernels;
+using shardlm::backends::cpu::amx_cpu_kernels, shardlm::backends::cpu::measure_amx_bf16_peak_gflops;
 
 constexpr int64_t rows = 512, column_tiles = 8, repeats = 20;  // A: 512 rows; B: 128 columns
-enum class Loads { none, strided_a, contiguous_a };
+enum class Loads { strided_a, contiguous_a };
 
 struct alignas(64) TileConfig {
   uint8_t palette = 1, start_row = 0, reserved[14] = {};
@@ -54,12 +56,10 @@ __attribute__((target("avx512f,amx-tile,amx-bf16"))) double steps(Loads loads, i
         _tile_zero(2);
         _tile_zero(3);
         for (int64_t kb = 0; kb < k_blocks; ++kb) {
-          if (loads != Loads::none) {
-            _tile_loadd(4, a0 + kb * a_step, a_stride);
-            _tile_loadd(5, a1 + kb * a_step, a_stride);
-            _tile_loadd(6, b0 + kb * 512, 64);
-            _tile_loadd(7, b1 + kb * 512, 64);
-          }
+          _tile_loadd(4, a0 + kb * a_step, a_stride);
+          _tile_loadd(5, a1 + kb * a_step, a_stride);
+          _tile_loadd(6, b0 + kb * 512, 64);
+          _tile_loadd(7, b1 + kb * 512, 64);
           _tile_dpbf16ps(0, 4, 6);
           _tile_dpbf16ps(1, 4, 7);
           _tile_dpbf16ps(2, 5, 6);
@@ -92,10 +92,10 @@ int main(int argc, char** argv) {
   std::printf("AMX inner step, one thread, in = %lld (A %lld KB, B %lld KB), TFLOP/s:\n", static_cast<long long>(in),
               static_cast<long long>(rows * in * 2 / 1024), static_cast<long long>(column_tiles * 16 * in * 2 / 1024));
   for (int round = 0; round < 3; ++round) {
-    const double alone = steps(Loads::none, in, a.data(), b.data());
+    const double alone = measure_amx_bf16_peak_gflops(1) / 1000;
     const double strided = steps(Loads::strided_a, in, a.data(), b.data());
     const double contiguous = steps(Loads::contiguous_a, in, a.data(), b.data());
-    std::printf("  products alone %.2f   with loads, A in bf16 rows %.2f   with loads, A as contiguous tiles %.2f\n",
+    std::printf("  products alone (the AMX probe) %.2f   with loads, A in bf16 rows %.2f   with loads, A as contiguous tiles %.2f\n",
                 alone, strided, contiguous);
   }
   return 0;
