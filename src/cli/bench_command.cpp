@@ -349,6 +349,10 @@ void add_bench_command(CLI::App& app) {
       "bench",
       "Measure prompt processing (pp) and generation (tg) speed, and their share of the machine's limits (on the "
       "CPU measured before and after each repetition, unless given)");
+  command->footer(
+      "SHARDLM_PROFILE_OPS=1 also prints, at exit, each op kind's share of the time on the CPU, with its mean, median, "
+      "90th percentile and longest call: a mean far above the median is most often the machine taking a core "
+      "mid-op rather than a slow kernel.");
   add_model_options(*command, args->model);
   command->add_option("--prompt-tokens,-p", args->prompt_tokens, "pp test: prompt length (0 skips it)")
       ->capture_default_str()

@@ -1,8 +1,10 @@
 #include "graph/compile.h"
 
 #include "graph/lower.h"
+#include "graph/op_profile.h"
 
 #include <algorithm>
+#include <chrono>
 #include <limits>
 
 namespace shardlm::graph {
@@ -226,8 +228,19 @@ Executable compile(Graph graph, const std::vector<Value>& output_values, backend
 
 void Executable::run(backends::Backend& backend) const {
   if (program_) return program_->run();
+  // Captures two references, which std::function holds without allocating: a warm step allocates nothing.
   backend.run_replayable(replay_, [&] {
-    for (const Node& node : nodes_) execute_node(backend, node, tensors_);
+    // Only the CPU runs each node to its end before the next: elsewhere a node's host time is its launch.
+    OpProfile* const profile = backend.device().kind == DeviceKind::cpu ? OpProfile::active() : nullptr;
+    for (const Node& node : nodes_) {
+      if (!profile) {
+        execute_node(backend, node, tensors_);
+        continue;
+      }
+      const auto start = std::chrono::steady_clock::now();
+      execute_node(backend, node, tensors_);
+      profile->record(node.kind, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
   });
 }
 

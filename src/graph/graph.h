@@ -4,6 +4,7 @@
 // it; execute_node() runs one op of it on a backend. What each op is (its shape rule,
 // how it runs, its StableHLO) is its row of the op table, graph/ops.h.
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -38,6 +39,7 @@ enum class OpKind : uint8_t {
   rms_norm_linear,  // (x, norm_weight, weight, bias|-1)
   sibling_linears,  // (x, weight, bias|-1, weight, bias|-1, ...): output, then sibling_outputs, one per weight
 };
+constexpr size_t op_kind_count = static_cast<size_t>(OpKind::sibling_linears) + 1;
 
 // The most linears compile() fuses into one sibling_linears node (execute_node passes
 // them on in fixed arrays).

@@ -289,7 +289,7 @@ constexpr OpRow rows[] = {
 constexpr bool rows_in_kind_order() {
   for (size_t i = 0; i < std::size(rows); ++i)
     if (static_cast<size_t>(rows[i].kind) != i || !rows[i].execute || !rows[i].lower) return false;
-  return std::size(rows) == static_cast<size_t>(OpKind::sibling_linears) + 1;
+  return std::size(rows) == op_kind_count;
 }
 static_assert(rows_in_kind_order(), "graph/ops.cpp: one row per OpKind, in the enum's order, each with execute and lower");
 

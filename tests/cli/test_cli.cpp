@@ -201,6 +201,21 @@ TEST(Cli, DevicesListsTheCpu) {
   EXPECT_TRUE(contains(picked.err, "device_map=auto: using cpu")) << picked.err;
 }
 
+// SHARDLM_PROFILE_OPS=1 prints where the time went, op kind by op kind, to stderr at exit,
+// and changes nothing of the output; unset, nothing is printed.
+TEST(Cli, OpProfileIsPrintedWhenAsked) {
+  CommandResult plain = run("generate -n 8 --output ids");
+  ::setenv("SHARDLM_PROFILE_OPS", "1", 1);
+  CommandResult profiled = run("generate -n 8 --output ids");
+  ::unsetenv("SHARDLM_PROFILE_OPS");
+  ASSERT_EQ(profiled.exit_code, 0) << profiled.err;
+  EXPECT_EQ(profiled.out, plain.out);
+  EXPECT_FALSE(contains(plain.err, "op profile")) << plain.err;
+  EXPECT_TRUE(contains(profiled.err, "shardlm op profile (SHARDLM_PROFILE_OPS)")) << profiled.err;
+  for (const char* op : {"\nattention ", "\nrms_norm_linear ", "\ntotal ", "\nevery call at its kind's median: "})
+    EXPECT_TRUE(contains(profiled.err, op)) << op << " missing from:\n" << profiled.err;
+}
+
 // SHARDLM_CPU_KERNELS picks the matmul table (A/B runs on one machine): the portable one
 // gives the default's greedy ids; a name the CPU does not run is an error, before any output.
 TEST(Cli, CpuKernelsAreChosenByTheEnvironment) {
