@@ -8,7 +8,8 @@
 //   cmake --build build --target weight_stream
 //   build/bench/weight_stream --config bench/qwen3-0.6b-config.json [--dtype int8|int4|bf16|f16|f32]
 //                             [--threads 2] [--rounds 8] [--tokens 8]
-// Prints each round's GB/s and share of its two probes, then the medians. A kernel
+// Prints each round's GB/s and share of its two probes, then the medians, then each matrix
+// kind's GB/s over all rounds (kernels and bare reads op by op). A kernel
 // whose share matches the bare reads' is bound by memory as a read is; on a VM whose
 // bandwidth swings within seconds, the shares of all three drift together.
 #include <algorithm>
@@ -19,6 +20,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -73,11 +75,17 @@ Options parse(int argc, char** argv) {
   return options;
 }
 
-// The matrices one decode token reads, in the order it reads them.
-std::vector<Tensor> decode_matrices(const io::ModelConfig& config, const std::string& dtype, HostArena& arena) {
+// The matrices one decode token reads, in the order it reads them, each with its kind
+// (q_proj, ..., lm_head): the name without its layer.
+struct DecodeMatrices {
+  std::vector<Tensor> tensors;
+  std::vector<std::string> kinds;  // one per tensor
+};
+
+DecodeMatrices decode_matrices(const io::ModelConfig& config, const std::string& dtype, HostArena& arena) {
   std::map<std::string, Tensor> weights = models::random_weights(config, DType::bf16, 1);
-  std::vector<Tensor> matrices;
-  const auto take = [&](const std::string& name) {
+  DecodeMatrices matrices;
+  const auto take = [&](const std::string& name, const std::string& kind) {
     const auto found = weights.find(name);
     if (found == weights.end()) usage(("the architecture has no tensor " + name).c_str());
     Tensor matrix;
@@ -85,15 +93,17 @@ std::vector<Tensor> decode_matrices(const io::ModelConfig& config, const std::st
     else if (dtype == "int4") matrix = quantize_int4(found->second);
     else if (dtype == "bf16") matrix = found->second;
     else matrix = found->second.to_dtype(parse_dtype(dtype));
-    matrices.push_back(in_arena(arena, matrix));
+    matrices.tensors.push_back(in_arena(arena, matrix));
+    matrices.kinds.push_back(kind);
   };
   for (int64_t layer = 0; layer < config.num_hidden_layers; ++layer) {
     const std::string prefix = "model.layers." + std::to_string(layer) + ".";
-    for (const char* name : {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
-                             "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"})
-      take(prefix + name + ".weight");
+    for (const std::string name : {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
+                                   "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"})
+      take(prefix + name + ".weight", name.substr(name.find('.') + 1));
   }
-  take(weights.count("lm_head.weight") ? "lm_head.weight" : "model.embed_tokens.weight");
+  if (weights.count("lm_head.weight")) take("lm_head.weight", "lm_head");
+  else take("model.embed_tokens.weight", "lm_head (the tied embeddings)");
   return matrices;
 }
 
@@ -120,14 +130,13 @@ void bare_read(ThreadPool& pool, const void* base, size_t bytes) {
 
 // Each matrix meets a zero input row (the kernels' speed does not depend on values).
 struct KernelCall {
-  const Tensor* weight;
   Tensor input, output;  // [1, in], [1, out]
 };
 
 std::vector<KernelCall> kernel_calls(const std::vector<Tensor>& matrices) {
   std::vector<KernelCall> calls;
   for (const Tensor& w : matrices)
-    calls.push_back({&w, Tensor::zeros({1, w.shape()[1]}, DType::f32), Tensor::zeros({1, w.shape()[0]}, DType::f32)});
+    calls.push_back({Tensor::zeros({1, w.shape()[1]}, DType::f32), Tensor::zeros({1, w.shape()[0]}, DType::f32)});
   return calls;
 }
 
@@ -143,7 +152,8 @@ int run(const Options& options) {
   text << file.rdbuf();
   const io::ModelConfig config = io::parse_model_config(text.str(), options.config_path);
   HostArena arena;
-  const std::vector<Tensor> matrices = decode_matrices(config, options.dtype, arena);
+  const DecodeMatrices decode = decode_matrices(config, options.dtype, arena);
+  const std::vector<Tensor>& matrices = decode.tensors;
   size_t bytes = 0;
   for (const Tensor& m : matrices) bytes += stored_bytes(m);
   // Written, not just allocated: untouched pages would all read the kernel's zero page.
@@ -156,16 +166,27 @@ int run(const Options& options) {
 
   enum Pass { kernels, bare_reads_by_op, one_bare_read, passes };
   const char* names[passes] = {"kernels", "bare reads op by op", "one bare read"};
+  // Each kind's seconds over all rounds, for the kernels and the bare reads op by op: where
+  // a token's loss sits (a short op's start and end weigh more on it than a long one's).
+  std::map<std::string, double> kind_seconds[2];
+  const auto timed = [&](int which, size_t m, auto op) {
+    const auto start = std::chrono::steady_clock::now();
+    op();
+    kind_seconds[which][decode.kinds[m]] += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
   const auto pass = [&](int which) {
     if (which == bare_reads_by_op) {
-      for (const Tensor& m : matrices) {
-        bare_read(pool, m.raw(), m.nbytes());
-        if (m.quantized()) bare_read(pool, m.block_scales().raw(), m.block_scales().nbytes());
-      }
+      for (size_t m = 0; m < matrices.size(); ++m)
+        timed(which, m, [&] {
+          bare_read(pool, matrices[m].raw(), matrices[m].nbytes());
+          if (matrices[m].quantized())
+            bare_read(pool, matrices[m].block_scales().raw(), matrices[m].block_scales().nbytes());
+        });
     } else if (which == one_bare_read) {
       bare_read(pool, single.raw(), bytes);
     } else {
-      for (const KernelCall& call : calls) backends::cpu::linear(pool, call.input, *call.weight, Tensor(), call.output);
+      for (size_t m = 0; m < calls.size(); ++m)
+        timed(which, m, [&] { backends::cpu::linear(pool, calls[m].input, matrices[m], Tensor(), calls[m].output); });
     }
   };
   // The three passes take turns token by token, so that a swing of the machine's
@@ -173,6 +194,7 @@ int run(const Options& options) {
   // and after each round.
   std::vector<double> shares[passes], rates[passes], kernel_to_bare;
   for (int which = 0; which < passes; ++which) pass(which);  // warm: page tables, the kernels' scratch
+  for (auto& seconds : kind_seconds) seconds.clear();
   for (int round = 0; round < options.rounds; ++round) {
     double seconds[passes] = {};
     const double before = backends::cpu::measure_read_bandwidth_gbs(options.threads);
@@ -198,6 +220,18 @@ int run(const Options& options) {
     std::printf("  %-20s %6.1f GB/s  %5.1f%% of the probe\n", names[which], median(rates[which]),
                 median(shares[which]));
   std::printf("  kernels' speed / bare reads' op by op: %.3f\n", median(kernel_to_bare));
+  std::map<std::string, std::pair<size_t, int64_t>> kind_bytes;  // bytes a call, calls a token
+  for (size_t m = 0; m < matrices.size(); ++m) {
+    kind_bytes[decode.kinds[m]].first = stored_bytes(matrices[m]);
+    ++kind_bytes[decode.kinds[m]].second;
+  }
+  std::printf("each kind over all rounds (a call's bytes; GB/s of the kernels, of bare reads op by op; their ratio):\n");
+  for (const auto& [kind, size] : kind_bytes) {
+    const double read = static_cast<double>(size.first * size.second) * options.rounds * options.tokens / 1e9;
+    const double kernel_rate = read / kind_seconds[kernels][kind], bare_rate = read / kind_seconds[bare_reads_by_op][kind];
+    std::printf("  %-30s %8.2f MB  %6.1f  %6.1f  %.3f\n", kind.c_str(), size.first / 1e6, kernel_rate, bare_rate,
+                kernel_rate / bare_rate);
+  }
   return 0;
 }
 
