@@ -172,7 +172,8 @@ int run(const Options& options) {
   const auto timed = [&](int which, size_t m, auto op) {
     const auto start = std::chrono::steady_clock::now();
     op();
-    kind_seconds[which][decode.kinds[m]] += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    kind_seconds[which][decode.kinds[m]] += seconds;
   };
   const auto pass = [&](int which) {
     if (which == bare_reads_by_op) {
@@ -225,10 +226,12 @@ int run(const Options& options) {
     kind_bytes[decode.kinds[m]].first = stored_bytes(matrices[m]);
     ++kind_bytes[decode.kinds[m]].second;
   }
-  std::printf("each kind over all rounds (a call's bytes; GB/s of the kernels, of bare reads op by op; their ratio):\n");
+  std::printf("each kind over all rounds (a call's bytes; GB/s of the kernels, of bare reads op by op; "
+              "their ratio):\n");
   for (const auto& [kind, size] : kind_bytes) {
     const double read = static_cast<double>(size.first * size.second) * options.rounds * options.tokens / 1e9;
-    const double kernel_rate = read / kind_seconds[kernels][kind], bare_rate = read / kind_seconds[bare_reads_by_op][kind];
+    const double kernel_rate = read / kind_seconds[kernels][kind];
+    const double bare_rate = read / kind_seconds[bare_reads_by_op][kind];
     std::printf("  %-30s %8.2f MB  %6.1f  %6.1f  %.3f\n", kind.c_str(), size.first / 1e6, kernel_rate, bare_rate,
                 kernel_rate / bare_rate);
   }

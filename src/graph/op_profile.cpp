@@ -55,8 +55,8 @@ void OpProfile::record(OpKind kind, double seconds) {
 double OpProfile::quantile(const Kind& kind, double q) {
   const auto rank = static_cast<int64_t>(std::ceil(q * static_cast<double>(kind.calls)));
   int64_t seen = 0, bucket = 0;
-  while (bucket + 1 < bucket_count && (seen += kind.histogram[static_cast<size_t>(bucket)]) < std::max<int64_t>(rank, 1))
-    ++bucket;
+  const int64_t wanted = std::max<int64_t>(rank, 1);
+  while (bucket + 1 < bucket_count && (seen += kind.histogram[static_cast<size_t>(bucket)]) < wanted) ++bucket;
   return shortest_bucket_seconds * std::exp2((static_cast<double>(bucket) + 0.5) / steps_per_doubling);
 }
 
@@ -73,8 +73,9 @@ std::string OpProfile::table() const {
     if (kind.calls > 0) at_medians += quantile(kind, 0.5) * static_cast<double>(kind.calls);
   }
   if (calls == 0) return "";
-  std::string text = format("shardlm op profile (SHARDLM_PROFILE_OPS): %lld ops of compiled graphs on the CPU, host time\n",
-                            static_cast<long long>(calls));
+  std::string text =
+      format("shardlm op profile (SHARDLM_PROFILE_OPS): %lld ops of compiled graphs on the CPU, host time\n",
+             static_cast<long long>(calls));
   text += format("%-18s %9s %10s %7s %10s %10s %10s %10s\n", "op", "calls", "total s", "share", "mean us", "median us",
                  "p90 us", "max us");
   for (const size_t i : order) {
