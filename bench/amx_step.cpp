@@ -18,28 +18,18 @@
 
 namespace {
 
-using shardlm::backends::cpu::amx_cpu_kernels, shardlm::backends::cpu::measure_amx_bf16_peak_gflops;
+using shardlm::backends::cpu::amx_cpu_kernels, shardlm::backends::cpu::configure_amx_tiles,
+    shardlm::backends::cpu::measure_amx_bf16_peak_gflops;
 
 constexpr int64_t rows = 512, column_tiles = 8, repeats = 20;  // A: 512 rows; B: 128 columns
 enum class Loads { strided_a, contiguous_a };
-
-struct alignas(64) TileConfig {
-  uint8_t palette = 1, start_row = 0, reserved[14] = {};
-  uint16_t bytes_per_row[16] = {};
-  uint8_t rows[16] = {};
-};
 
 // TFLOP/s of the steps over A [rows, in] and B [column_tiles][in / 32][512], in bf16.
 // The tile instructions are asked for here alone, so main runs on any x86-64.
 __attribute__((target("avx512f,amx-tile,amx-bf16"))) double steps(Loads loads, int64_t in, const uint16_t* a,
                                                                    const uint16_t* b) {
   const int64_t k_blocks = in / 32, a_stride = loads == Loads::strided_a ? in * 2 : 64;
-  TileConfig config;
-  for (int t = 0; t < 8; ++t) {
-    config.bytes_per_row[t] = 64;
-    config.rows[t] = 16;
-  }
-  _tile_loadconfig(&config);
+  configure_amx_tiles();
   int64_t products = 0;
   const auto start = std::chrono::steady_clock::now();
   for (int64_t repeat = 0; repeat < repeats; ++repeat)

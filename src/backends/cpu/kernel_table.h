@@ -156,6 +156,9 @@ namespace {
 // callers'.
 constexpr int64_t amx_weight_terms(DType weight_dtype) { return weight_dtype == DType::bf16 ? 1 : 2; }
 }  // namespace
+// Loads the AMX tables' tile configuration on the calling thread: eight tiles of 16 rows x
+// 64 bytes (C in tmm0-3, A in tmm4-5, B in tmm6-7). Only where amx_cpu_kernels() is not null.
+void configure_amx_tiles();
 // The AMX probe's body (machine_limits.h): `iterations` rounds of the gemm's inner step,
 // four TDPBF16PS into four C tiles from two A and two B tiles, on the calling thread;
 // returns one of the sums. Only where amx_cpu_kernels() is not null.

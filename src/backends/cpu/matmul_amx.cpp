@@ -55,25 +55,6 @@ bool fallback_rounds_input_to_int8(DType weight_dtype, int64_t in) {
   return !runs_on_tiles(weight_dtype, in) && fallback().gemm_rounds_input_to_int8(weight_dtype, in);
 }
 
-// The tile configuration (palette 1): eight tiles of 16 rows x 64 bytes. tmm0-3 hold
-// C, tmm4-5 A (two 16-row blocks of x), tmm6-7 B (two 16-column weight tiles).
-struct alignas(64) TileConfig {
-  uint8_t palette = 1;
-  uint8_t start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t bytes_per_row[16] = {};
-  uint8_t rows[16] = {};
-};
-
-void configure_tiles() {
-  TileConfig config;
-  for (int t = 0; t < 8; ++t) {
-    config.bytes_per_row[t] = 64;
-    config.rows[t] = tile_rows;
-  }
-  _tile_loadconfig(&config);
-}
-
 // Stores the 16 rows' 32-element runs rows[0..16) as a B tile at `tile`: transposed as
 // 32-bit pairs, [k pair][column][2].
 void store_b_tile(__m512i rows[16], uint16_t* tile) {
@@ -195,7 +176,7 @@ void gemm_on_tiles(const float* packed_x, int64_t rows, const WeightView& w, int
   const auto tile_elements = static_cast<size_t>(terms * column_block * in);
   if (weight_tiles.size() < tile_elements) weight_tiles.resize(tile_elements);
   uint16_t* packed_weight = weight_tiles.data();
-  configure_tiles();
+  configure_amx_tiles();
   for (int64_t n0 = o_begin; n0 < o_end; n0 += column_block) {
     const int64_t columns = std::min(column_block, o_end - n0), column_tiles = (columns + 15) / 16;
     pack_weight_tiles<D>(w, n0, columns, packed_weight);
@@ -291,8 +272,27 @@ namespace {
 
 }  // namespace
 
+// Palette 1 (kernel_table.h says which tile holds what).
+void configure_amx_tiles() {
+  struct alignas(64) TileConfig {
+    uint8_t palette = 1;
+    uint8_t start_row = 0;
+    uint8_t reserved[14] = {};
+    uint16_t bytes_per_row[16] = {};
+    uint8_t rows[16] = {};
+  } config;
+  for (int t = 0; t < 8; ++t) {
+    config.bytes_per_row[t] = 64;
+    config.rows[t] = tile_rows;
+  }
+  // Not _tile_loadconfig: GCC 12's tells the compiler it reads the config's first 8 bytes
+  // only, and the stores of the tiles' shapes past them were dropped as dead (SIGILL at the
+  // first tile instruction). The operand here is the whole struct.
+  __asm__ volatile("ldtilecfg %0" : : "m"(config));
+}
+
 float run_amx_bf16_tile_chains(int64_t iterations) {
-  configure_tiles();
+  configure_amx_tiles();
   // Every operand element 2^-7 (bf16 0x3C00): each instruction adds 32 products of 2^-14
   // to every sum, which stays far inside f32's range over any probe's length.
   alignas(64) uint16_t operand[tile_rows * tile_k];
