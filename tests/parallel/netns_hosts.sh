@@ -77,7 +77,20 @@ on_host() {
   "$netns_work/agent.sh" "$host" "$(printf '%q ' "$@")"
 }
 
-netns_link() { ip -n "${netns_names[0]}" link set "shl-a-$netns_tag" "$1"; }
+# `up` returns once both ends report the link up (at most 10 s), so that a job started
+# next does not meet a link still coming up.
+netns_link() {
+  ip -n "${netns_names[0]}" link set "shl-a-$netns_tag" "$1" || return 1
+  [ "$1" = up ] || return 0
+  local _
+  for _ in $(seq 1 100); do
+    ip -n "${netns_names[0]}" -o link show "shl-a-$netns_tag" | grep -q "state UP" &&
+      ip -n "${netns_names[1]}" -o link show "shl-b-$netns_tag" | grep -q "state UP" && return 0
+    sleep 0.1
+  done
+  echo "netns_hosts: the link between the hosts is not up 10 s after 'link up'"
+  return 1
+}
 
 netns_pids() {
   local ns

@@ -82,7 +82,7 @@ finish_job() {
     if [ -z "$(netns_pids)" ]; then clear_after=$(date +%s.%N); break; fi
     sleep 0.1
   done
-  local took
+  local took failures_before=$failures
   took=$(echo "$ended - $fault_at" | bc)
   echo "$name: job ended $took s after the fault, status $status"
   check "$name ends the job with a non-zero status" test "$status" -ne 0
@@ -90,6 +90,12 @@ finish_job() {
   check "$name names the rank and its host" contains "$work/$name.err" "$pattern"
   check "$name leaves no shardlm or orted process on either host" test -n "$clear_after"
   check "$name leaves no half-written output" test ! -s "$work/$name.json"
+  if [ "$failures" -ne "$failures_before" ]; then  # the job's own words, for whoever reads the log
+    echo "--- $name: the job's stderr (last 40 lines) ---"
+    tail -n 40 "$work/$name.err"
+    echo "--- $name: its stdout (first 20 lines) ---"
+    head -n 20 "$work/$name.json"
+  fi
   netns_down_stragglers
 }
 
@@ -122,7 +128,7 @@ check "link: rank 1 reaches step 4" wait_for_text "$work/link.err" "injected del
 fault_at=$(date +%s.%N)
 netns_link down
 finish_job link "lost contact with host node-b (rank 1)"
-netns_link up
+check "link: the link comes back up" netns_link up
 
 # A host that stops mid-generation while the link stays up: the other rank's collective
 # watchdog ends the job (a short --collective-timeout so the test waits 5 s, not 20).
