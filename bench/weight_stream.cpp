@@ -9,7 +9,8 @@
 //   build/bench/weight_stream --config bench/qwen3-0.6b-config.json [--dtype int8|int4|bf16|f16|f32]
 //                             [--threads 2] [--rounds 8] [--tokens 8]
 // Prints each round's GB/s and share of its two probes, then the medians, then each matrix
-// kind's GB/s over all rounds (kernels and bare reads op by op). A kernel
+// kind's GB/s over all rounds (kernels and bare reads op by op), from all its calls' time
+// and from its median call (the VM's stalls, which land on a few calls, left out). A kernel
 // whose share matches the bare reads' is bound by memory as a read is; on a VM whose
 // bandwidth swings within seconds, the shares of all three drift together.
 #include <algorithm>
@@ -21,6 +22,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <numeric>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -166,14 +168,15 @@ int run(const Options& options) {
 
   enum Pass { kernels, bare_reads_by_op, one_bare_read, passes };
   const char* names[passes] = {"kernels", "bare reads op by op", "one bare read"};
-  // Each kind's seconds over all rounds, for the kernels and the bare reads op by op: where
-  // a token's loss sits (a short op's start and end weigh more on it than a long one's).
-  std::map<std::string, double> kind_seconds[2];
+  // Each call's seconds over all rounds by kind, for the kernels and the bare reads op by
+  // op: where a token's loss sits (a short op's start and end weigh more on it than a long
+  // one's).
+  std::map<std::string, std::vector<double>> kind_seconds[2];
   const auto timed = [&](int which, size_t m, auto op) {
     const auto start = std::chrono::steady_clock::now();
     op();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    kind_seconds[which][decode.kinds[m]] += seconds;
+    kind_seconds[which][decode.kinds[m]].push_back(seconds);
   };
   const auto pass = [&](int which) {
     if (which == bare_reads_by_op) {
@@ -221,19 +224,23 @@ int run(const Options& options) {
     std::printf("  %-20s %6.1f GB/s  %5.1f%% of the probe\n", names[which], median(rates[which]),
                 median(shares[which]));
   std::printf("  kernels' speed / bare reads' op by op: %.3f\n", median(kernel_to_bare));
-  std::map<std::string, std::pair<size_t, int64_t>> kind_bytes;  // bytes a call, calls a token
-  for (size_t m = 0; m < matrices.size(); ++m) {
-    kind_bytes[decode.kinds[m]].first = stored_bytes(matrices[m]);
-    ++kind_bytes[decode.kinds[m]].second;
-  }
-  std::printf("each kind over all rounds (a call's bytes; GB/s of the kernels, of bare reads op by op; "
-              "their ratio):\n");
-  for (const auto& [kind, size] : kind_bytes) {
-    const double read = static_cast<double>(size.first * size.second) * options.rounds * options.tokens / 1e9;
-    const double kernel_rate = read / kind_seconds[kernels][kind];
-    const double bare_rate = read / kind_seconds[bare_reads_by_op][kind];
-    std::printf("  %-30s %8.2f MB  %6.1f  %6.1f  %.3f\n", kind.c_str(), size.first / 1e6, kernel_rate, bare_rate,
-                kernel_rate / bare_rate);
+  std::map<std::string, size_t> kind_bytes;  // a call's
+  for (size_t m = 0; m < matrices.size(); ++m) kind_bytes[decode.kinds[m]] = stored_bytes(matrices[m]);
+  std::printf("each kind over all rounds: a call's bytes; GB/s of the kernels and of bare reads op by op, "
+              "and their ratio, from all calls' time, then from the median call:\n");
+  for (const auto& [kind, call_bytes] : kind_bytes) {
+    const std::vector<double>& kernel_times = kind_seconds[kernels][kind];
+    const std::vector<double>& bare_times = kind_seconds[bare_reads_by_op][kind];
+    const double gb = static_cast<double>(call_bytes) / 1e9;
+    const auto total = [](const std::vector<double>& seconds) {
+      return std::accumulate(seconds.begin(), seconds.end(), 0.0);
+    };
+    const double kernel_rate = gb * static_cast<double>(kernel_times.size()) / total(kernel_times);
+    const double bare_rate = gb * static_cast<double>(bare_times.size()) / total(bare_times);
+    const double kernel_median = gb / median(kernel_times), bare_median = gb / median(bare_times);
+    std::printf("  %-30s %8.2f MB  %6.1f  %6.1f  %.3f   %6.1f  %6.1f  %.3f\n", kind.c_str(), gb * 1e3,
+                kernel_rate, bare_rate, kernel_rate / bare_rate, kernel_median, bare_median,
+                kernel_median / bare_median);
   }
   return 0;
 }
