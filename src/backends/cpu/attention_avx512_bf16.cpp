@@ -19,16 +19,8 @@
 namespace shardlm::backends::cpu {
 namespace {
 
-using avx512::first_lanes;
+using avx512_bf16::pairs_of;
 using flash_attention::key_tile;
-
-// Values [k, k + 32) of row [length], zero past length, rounded to 16 bf16 pairs.
-__m512i pairs_of(const float* row, int64_t k, int64_t length, float scale = 1.0f) {
-  const __m512 low = _mm512_maskz_loadu_ps(first_lanes(std::clamp<int64_t>(length - k, 0, 16)), row + k);
-  const __m512 high = _mm512_maskz_loadu_ps(first_lanes(std::clamp<int64_t>(length - k - 16, 0, 16)), row + k + 16);
-  const __m512 factor = _mm512_set1_ps(scale);
-  return (__m512i)_mm512_cvtne2ps_pbh(_mm512_mul_ps(high, factor), _mm512_mul_ps(low, factor));
-}
 
 struct FlashProducts {
   using Element = uint32_t;  // a bf16 pair

@@ -23,17 +23,25 @@ struct MultiplyAddPairs {
   }
 };
 
+// Values [k, k + 32) of row [length] times scale, rounded to bf16 (nearest even) as 16
+// pairs in order, zero past length; reads nothing past row[length).
+inline __m512i pairs_of(const float* row, int64_t k, int64_t length, float scale = 1.0f) {
+  const __m512 low = _mm512_maskz_loadu_ps(avx512::first_lanes(std::clamp<int64_t>(length - k, 0, 16)), row + k);
+  const __m512 high =
+      _mm512_maskz_loadu_ps(avx512::first_lanes(std::clamp<int64_t>(length - k - 16, 0, 16)), row + k + 16);
+  const __m512 factor = _mm512_set1_ps(scale);
+  return (__m512i)_mm512_cvtne2ps_pbh(_mm512_mul_ps(high, factor), _mm512_mul_ps(low, factor));
+}
+
 // row[0, length) rounded to bf16 (nearest even) as column i of a tile of pairs
 // [(length + 1) / 2][12]; an odd length's last pair is (last, 0). Reads nothing past
 // row[length).
 inline void pack_pairs_column(const float* row, int64_t length, int64_t i, uint32_t* tile) {
   alignas(64) uint32_t pairs[run / 2];
   for (int64_t k = 0; k < length; k += run) {
-    const int64_t n = std::min(run, length - k);
-    const __m512 low = _mm512_maskz_loadu_ps(avx512::first_lanes(std::min<int64_t>(16, n)), row + k);
-    const __m512 high = _mm512_maskz_loadu_ps(avx512::first_lanes(std::max<int64_t>(0, n - 16)), row + k + 16);
-    _mm512_store_si512(pairs, (__m512i)_mm512_cvtne2ps_pbh(high, low));
-    for (int64_t p = 0; p < (n + 1) / 2; ++p) tile[(k / 2 + p) * avx512::micro_rows + i] = pairs[p];
+    _mm512_store_si512(pairs, pairs_of(row, k, length));
+    for (int64_t p = 0; p < (std::min(run, length - k) + 1) / 2; ++p)
+      tile[(k / 2 + p) * avx512::micro_rows + i] = pairs[p];
   }
 }
 

@@ -14,6 +14,8 @@
 
 #if defined(__AVX512BF16__)
 #include <immintrin.h>
+
+#include "backends/cpu/avx512_bf16_gemm.h"
 #endif
 
 #include "backends/cpu/attention_kernels.h"
@@ -149,20 +151,14 @@ bool on_bf16_pairs(int64_t head_dim) {
   return rounded_query_floats<Cache> > 1 && head_dim % 32 == 0 && head_dim <= bf16_dot_max_head_dim;
 }
 
-// query [head_dim] rounded to bf16 (nearest even), as f32 and as bf16 pairs, head_dim a
-// multiple of 32 (on_bf16_pairs): VCVTNE2PS2BF16 rounds as f32_to_bf16 does (flushing
-// denormals), 32 at a time rather than one by one.
+// query [head_dim] rounded to bf16 (nearest even), as bf16 pairs and as f32, head_dim a
+// multiple of 32 (on_bf16_pairs): 32 at a time on VCVTNE2PS2BF16 (pairs_of), which rounds
+// as f32_to_bf16 does, flushing denormals.
 #if defined(__AVX512BF16__)
 inline void round_query(const float* query, int64_t head_dim, float* rounded, uint16_t* pairs) {
-  for (int64_t d = 0; d < head_dim; d += 32) {
-    const __m512i bf16 =
-        (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(query + d + 16), _mm512_loadu_ps(query + d));
-    _mm512_storeu_si512(pairs + d, bf16);
-    _mm512_storeu_ps(rounded + d, _mm512_castsi512_ps(_mm512_slli_epi32(
-                                      _mm512_cvtepu16_epi32(_mm512_castsi512_si256(bf16)), 16)));
-    _mm512_storeu_ps(rounded + d + 16, _mm512_castsi512_ps(_mm512_slli_epi32(
-                                           _mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(bf16, 1)), 16)));
-  }
+  for (int64_t d = 0; d < head_dim; d += 32)
+    _mm512_storeu_si512(pairs + d, avx512_bf16::pairs_of(query, d, head_dim));
+  for (int64_t d = 0; d < head_dim; d += lanes) store(rounded + d, load_cached<DType::bf16>(pairs, d));
 }
 #endif
 
@@ -267,17 +263,11 @@ void add_weighted_value_columns(const uint32_t (*pairs)[key_tile / 2], const uin
 // keep 16 accumulators: all of a 128-column head's.
 inline void add_weighted_values_on_pairs(const float (*weights)[key_tile], int64_t heads, const void* values,
                                          int64_t t0, int64_t count, int64_t head_dim, float* result) {
-  // [head, t / 2]: (w[t], w[t + 1]) as bf16, 0 past count: the weights in order as bf16
+  // [head, t / 2]: (w[t], w[t + 1]) as bf16, 0 past count
   alignas(64) uint32_t pairs[decode_max_heads][key_tile / 2];
-  const auto first_lanes = [](int64_t n) {
-    return static_cast<__mmask16>(n >= 16 ? 0xffffu : n <= 0 ? 0u : (1u << n) - 1u);
-  };
   for (int64_t g = 0; g < heads; ++g)
-    for (int64_t t = 0; t < count; t += 32) {
-      const __m512 low = _mm512_maskz_loadu_ps(first_lanes(count - t), weights[g] + t);
-      const __m512 high = _mm512_maskz_loadu_ps(first_lanes(count - t - 16), weights[g] + t + 16);
-      _mm512_store_si512(pairs[g] + t / 2, (__m512i)_mm512_cvtne2ps_pbh(high, low));
-    }
+    for (int64_t t = 0; t < count; t += 32)
+      _mm512_store_si512(pairs[g] + t / 2, avx512_bf16::pairs_of(weights[g], t, count));
   const auto* rows = static_cast<const uint16_t*>(values) + t0 * head_dim;
   const int64_t steps = head_dim / 32;
   for (int64_t g = 0; g < heads; g += 2) {
